@@ -1,0 +1,54 @@
+"""wd_teach: end-to-end multi-agent reinforcement learning on a GPU, taught one layer at a time.
+
+The floors, bottom up, each with its notebook:
+
+    device   what this machine has, and which backend to use      (00_welcome)
+    data     DataStore: named arrays that live on the device      (01_data_push)
+    launch   KernelLauncher: CUDA C (PyCUDA) or Numba kernels      (02_kernel_launch)
+
+`import wd_teach` works anywhere: without a GPU, Numba kernels run on the CUDA simulator and
+PyCUDA says plainly that it needs a GPU when it is used.
+"""
+
+from wd_teach._simulator import choose_numba_target
+
+choose_numba_target()
+
+from wd_teach.data import DataStore  # noqa: E402
+from wd_teach.device import (  # noqa: E402
+    BACKENDS,
+    choose_backend,
+    default_device,
+    discover,
+    doctor,
+    gpu_available,
+)
+from wd_teach.errors import (  # noqa: E402
+    CompileError,
+    LaunchError,
+    MissingPieceError,
+    StoreError,
+    WdTeachError,
+)
+from wd_teach.launch import KernelLauncher, launch_geometry  # noqa: E402
+from wd_teach.sizes import lesson_sizes  # noqa: E402
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BACKENDS",
+    "CompileError",
+    "DataStore",
+    "KernelLauncher",
+    "LaunchError",
+    "MissingPieceError",
+    "StoreError",
+    "WdTeachError",
+    "choose_backend",
+    "default_device",
+    "discover",
+    "doctor",
+    "gpu_available",
+    "launch_geometry",
+    "lesson_sizes",
+]

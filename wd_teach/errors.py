@@ -1,0 +1,26 @@
+"""The errors wd_teach raises.
+
+Every message says two things: what was wrong, and what to do about it. They are raised at
+the public entry, before any GPU work starts, so a bad call never leaves half-written
+device memory behind.
+"""
+
+
+class WdTeachError(Exception):
+    """Base class: catch this to catch every wd_teach error."""
+
+
+class MissingPieceError(WdTeachError, RuntimeError):
+    """A GPU, a driver, nvcc or a package that this call needs is not there."""
+
+
+class StoreError(WdTeachError, ValueError):
+    """Bad input to the data store: a name, a shape, a dtype or the order of calls."""
+
+
+class LaunchError(WdTeachError, ValueError):
+    """A kernel cannot be launched as asked: unknown kernel, missing argument, wrong type."""
+
+
+class CompileError(WdTeachError, RuntimeError):
+    """nvcc rejected CUDA C source. The message holds nvcc's words and the source lines."""
