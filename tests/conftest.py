@@ -21,5 +21,6 @@ def pytest_collection_modifyitems(config, items):
 def backend(request):
     """Every backend this machine can run; PyCUDA is skipped where there is no GPU."""
     if request.param not in BACKENDS_HERE:
-        pytest.skip(f"backend {request.param} cannot run here: {wd_teach.discover().rows[0].found} GPU")
+        pytest.skip(f"the {request.param} backend cannot run on this machine "
+                    "(PyCUDA needs an NVIDIA GPU); tests/gpu runs it on one")
     return request.param

@@ -37,6 +37,12 @@ POINTER_TYPES = {"float": "float32", "int": "int32", "unsigned int": "uint32",
 
 _KERNEL = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(\w+)\s*\(([^)]*)\)', re.S)
 _QUALIFIERS = re.compile(r"\b(const|__restrict__|volatile)\b")
+#: "kernel.cu(5): error: ..." from nvcc's front end, "kernel.cu:1:10: fatal error: ..." from
+#: its preprocessor.
+_DIAGNOSTIC = re.compile(
+    r"(?:\((\d+)\)|:(\d+):\d+): (?:catastrophic |fatal )?(error|warning)[^:]*: (.*)")
+#: nvcc's echo of a source line and its caret (indented), its remarks and closing tallies.
+_NVCC_NOISE = re.compile(r"^\s|^Remark:|detected in the compilation|compilation terminated")
 
 
 @dataclass(frozen=True)
@@ -78,15 +84,15 @@ def kernel_signatures(source: str) -> dict[str, list[Param]]:
 
 def _param(kernel: str, text: str) -> Param:
     words = _QUALIFIERS.sub(" ", text).replace("*", " * ").split()
-    pointer = "*" in words
+    stars = words.count("*")
     words = [w for w in words if w != "*"]
     name, ctype = words[-1], " ".join(words[:-1])
-    table = POINTER_TYPES if pointer else SCALAR_TYPES
-    if ctype not in table or words.count("*") > 1:
+    table = POINTER_TYPES if stars else SCALAR_TYPES
+    if ctype not in table or stars > 1:
         allowed = ", ".join(f"{t}*" for t in POINTER_TYPES) + ", " + ", ".join(SCALAR_TYPES)
         raise LaunchError(f"kernel {kernel!r}: parameter {text.strip()!r} has a type the "
                           f"launcher cannot bind. Use one of: {allowed}.")
-    return Param(name, ctype, pointer)
+    return Param(name, ctype, pointer=stars == 1)
 
 
 # -- nvcc, with or without a GPU -----------------------------------------------------------
@@ -120,18 +126,25 @@ def ptx(source: str | os.PathLike, arch: str | None = None) -> str:
 
 
 def explain_compile_error(log: str, source: str) -> str:
-    """nvcc's error lines, each followed by the source line it points at."""
+    """nvcc's error lines, each followed by the source line it points at.
+
+    nvcc also echoes each line with a caret under it, tallies the errors and names its
+    temporary file; those are left out, so what remains reads in the learner's own lines.
+    """
     lines = source.splitlines()
     out = ["nvcc could not compile the CUDA C source:"]
     for raw in log.splitlines():
-        match = re.search(r"\((\d+)\): (error|warning)[^:]*: (.*)", raw)
-        if match and match.group(2) == "error":
-            number = int(match.group(1))
-            out.append(f"  line {number}: error: {match.group(3).strip()}")
-            if 0 < number <= len(lines):
-                out.append(f"    {number:>4} | {lines[number - 1]}")
-        elif raw.strip() and not match and "compilation terminated" not in raw:
+        match = _DIAGNOSTIC.search(raw)
+        if match:
+            if match.group(3) == "error":
+                number = int(match.group(1) or match.group(2))
+                out.append(f"  line {number}: error: {match.group(4).strip()}")
+                if 0 < number <= len(lines):
+                    out.append(f"    {number:>4} | {lines[number - 1]}")
+        elif raw.strip() and not _NVCC_NOISE.search(raw):
             out.append(f"  {raw.strip()}")
+    if len(out) == 1:
+        out.append(log.strip())
     return "\n".join(out)
 
 

@@ -244,6 +244,9 @@ class DataStore:
                 raise StoreError(f"{name!r} is not contiguous in memory; kernels index it as "
                                  "one flat block. Pass data.contiguous().")
             data = data.detach().cpu().numpy()
+        elif isinstance(data, (int, float, np.generic)):
+            raise StoreError(f"{name!r} is a single number ({data!r}), shape (): arrays need at "
+                             "least one dimension. Scalars go through set_constant().")
         elif not isinstance(data, np.ndarray):
             raise StoreError(f"{name!r} must be a numpy array or a torch tensor, got "
                              f"{type(data).__name__}. Wrap it with np.asarray(..., dtype=...).")

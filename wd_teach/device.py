@@ -211,7 +211,7 @@ def discover() -> Report:
             "" if _numpy_ok(numpy_version) else
             'numba-cuda 0.30 cannot compile under numpy >= 2.5: pip install "numpy<2.5"'),
         Row("torch", gpu_name is None or torch_cuda is not None,
-            f"{torch.__version__}" + (f", built for CUDA {torch_cuda}" if torch_cuda else ", CPU build"),
+            torch.__version__ + (f", built for CUDA {torch_cuda}" if torch_cuda else ", CPU build"),
             "" if gpu_name is None or torch_cuda else
             "this GPU needs a CUDA build of torch: see pytorch.org/get-started"),
     ]

@@ -98,7 +98,10 @@ class KernelLauncher:
 
     def load(self, kernels) -> list[str]:
         """Compile or import kernels; returns the names now launchable."""
-        found = self._load_cuda_c(kernels) if self.backend == "pycuda" else self._load_numba(kernels)
+        if self.backend == "pycuda":
+            found = self._load_cuda_c(kernels)
+        else:
+            found = self._load_numba(kernels)
         if not found:
             raise LaunchError("no kernels found to load. CUDA C kernels must be declared "
                               '`extern "C" __global__ void name(...)`; Numba kernels with '
@@ -177,38 +180,17 @@ class KernelLauncher:
                               f"{len(names)} were named.")
         self.store.freeze()
         bound = []
-        for param, arg in zip(params, names):
+        for param, arg in zip(params, names, strict=True):
             if arg not in self.store:
                 raise LaunchError(f"kernel {name!r} needs {arg!r}, but the store has no array "
                                   f"or constant of that name. Arrays: "
                                   f"{', '.join(self.store.names) or 'none'}; constants: "
                                   f"{', '.join(self.store.constants)}.")
             if isinstance(param, cuda_c.Param):
-                bound.append(self._cuda_c_arg(name, param, arg))
+                bound.append(cuda_c_argument(self.store, name, param, arg))
             else:
                 bound.append(self._numba_arg(arg))
         return tuple(bound)
-
-    def _cuda_c_arg(self, kernel: str, param: cuda_c.Param, arg: str):
-        is_array = arg in self.store.names
-        if param.pointer != is_array:
-            have = "an array" if is_array else "a constant"
-            raise LaunchError(f"kernel {kernel!r} parameter {param.name!r} is "
-                              f"{'a pointer' if param.pointer else 'a scalar'} "
-                              f"({param.ctype}{'*' if param.pointer else ''}), but {arg!r} is "
-                              f"{have} in the store.")
-        if param.pointer:
-            dtype = self.store.info(arg).dtype
-            if dtype.name != cuda_c.POINTER_TYPES[param.ctype]:
-                raise LaunchError(f"kernel {kernel!r} reads {param.name!r} as {param.ctype}*, "
-                                  f"but {arg!r} holds {dtype.name}. Change the kernel or push "
-                                  f"the array as {cuda_c.POINTER_TYPES[param.ctype]}.")
-            return self.store[arg].data_ptr()
-        value = self.store.constant(arg)
-        if param.ctype != "float" and isinstance(value, np.float32):
-            raise LaunchError(f"kernel {kernel!r} takes {param.name!r} as {param.ctype}, but "
-                              f"constant {arg!r} is a float ({value}).")
-        return {"int": np.int32, "unsigned int": np.uint32, "float": np.float32}[param.ctype](value)
 
     def _numba_arg(self, arg: str):
         if arg not in self.store.names:
@@ -219,6 +201,32 @@ class KernelLauncher:
 
             return cuda.as_cuda_array(tensor)
         return tensor.numpy()  # the simulator reads the CPU tensor's own memory
+
+
+def cuda_c_argument(store: DataStore, kernel: str, param: cuda_c.Param, arg: str):
+    """The value PyCUDA passes for `param` of `kernel`: a device pointer or a typed scalar,
+    after checking that the store's `arg` is what the C signature says it reads."""
+    is_array = arg in store.names
+    if param.pointer != is_array:
+        have = "an array" if is_array else "a constant"
+        want = f"a pointer ({param.ctype}*)" if param.pointer else f"a scalar ({param.ctype})"
+        raise LaunchError(f"kernel {kernel!r} parameter {param.name!r} is {want}, but {arg!r} "
+                          f"is {have} in the store.")
+    if param.pointer:
+        dtype = store.info(arg).dtype
+        if dtype.name != cuda_c.POINTER_TYPES[param.ctype]:
+            raise LaunchError(f"kernel {kernel!r} reads {param.name!r} as {param.ctype}*, but "
+                              f"{arg!r} holds {dtype.name}. Change the kernel or push the array "
+                              f"as {cuda_c.POINTER_TYPES[param.ctype]}.")
+        return store[arg].data_ptr()
+    value = store.constant(arg)
+    if param.ctype != "float" and isinstance(value, np.float32):
+        raise LaunchError(f"kernel {kernel!r} takes {param.name!r} as {param.ctype}, but "
+                          f"constant {arg!r} is a float ({value}).")
+    if param.ctype == "unsigned int" and value < 0:
+        raise LaunchError(f"kernel {kernel!r} takes {param.name!r} as unsigned int, but "
+                          f"constant {arg!r} is negative ({value}).")
+    return {"int": np.int32, "unsigned int": np.uint32, "float": np.float32}[param.ctype](value)
 
 
 def _dim3(dims: tuple[int, ...]) -> tuple[int, int, int]:

@@ -1,0 +1,95 @@
+"""The package's promises about itself: what it needs, and that it imports anywhere."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tomllib
+import yaml
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+
+REPO = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
+#: conda's names for the few packages whose PyPI name differs.
+CONDA_NAME = {"torch": "pytorch"}
+
+
+def pip_requirements():
+    return {Requirement(r).name: Requirement(r) for r in PYPROJECT["project"]["dependencies"]}
+
+
+def conda_requirements():
+    env = yaml.safe_load((REPO / "environment.yml").read_text())
+    found = {}
+    for dep in env["dependencies"]:
+        if isinstance(dep, str):
+            name, spec = re.match(r"([A-Za-z0-9_.-]+)(.*)", dep.replace(" ", "")).groups()
+            found[name] = SpecifierSet(spec)
+    return found, env
+
+
+def test_environment_yml_lists_every_dependency_with_the_same_bounds():
+    conda, _ = conda_requirements()
+    for name, requirement in pip_requirements().items():
+        conda_name = CONDA_NAME.get(name, name)
+        assert conda_name in conda, f"environment.yml lacks {conda_name} (pyproject: {name})"
+        assert conda[conda_name] == requirement.specifier, (
+            f"{name}: pyproject says {requirement.specifier}, environment.yml {conda[conda_name]}")
+
+
+def test_environment_yml_has_nothing_pyproject_lacks():
+    conda, env = conda_requirements()
+    known = {CONDA_NAME.get(n, n) for n in pip_requirements()} | {"python", "pip"}
+    assert set(conda) - known == set()
+    requires_python = SpecifierSet(PYPROJECT["project"]["requires-python"])
+    assert conda["python"] == requires_python
+    assert {"pip": ["-e ."]} in env["dependencies"]
+
+
+def test_python_versions_span_3_10_to_3_13():
+    spec = SpecifierSet(PYPROJECT["project"]["requires-python"])
+    assert all(v in spec for v in ["3.10", "3.11", "3.12", "3.13"])
+    assert "3.9" not in spec and "3.14" not in spec
+
+
+@pytest.mark.parametrize("numpy, allowed", [
+    ("2.4.4", True), ("2.0.2", True), ("1.26.4", True), ("2.5.0", False), ("2.5.2", False)])
+def test_numpy_versions_numba_cuda_cannot_compile_under_are_excluded(numpy, allowed):
+    assert (numpy in pip_requirements()["numpy"].specifier) == allowed
+
+
+@pytest.mark.parametrize("numba_cuda, allowed", [("0.30.4", True), ("0.31.0", False)])
+def test_numba_cuda_is_pinned_to_the_line_with_the_simulator(numba_cuda, allowed):
+    assert (numba_cuda in pip_requirements()["numba-cuda"].specifier) == allowed
+
+
+def test_pycuda_is_an_extra_never_a_requirement():
+    assert "pycuda" not in pip_requirements()
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    assert any(r.startswith("pycuda") for r in extras["pycuda"])
+
+
+def test_import_needs_no_gpu_no_nvcc_no_pycuda(tmp_path):
+    """A fresh interpreter with nvcc and PyCUDA hidden still imports wd_teach and runs Numba."""
+    hide = tmp_path / "sitecustomize.py"
+    hide.write_text("import sys\nsys.modules['pycuda'] = None\n")
+    code = ("import wd_teach, numpy as np; from wd_teach.demo import move;"
+            "s = wd_teach.DataStore(2, 3); s.push('pos', np.zeros((2, 3), np.float32));"
+            "s.push('vel', np.ones((2, 3), np.float32)); s.set_constant('dt', 1.0);"
+            "launcher = wd_teach.KernelLauncher(s, 'numba'); launcher.load(move);"
+            "launcher.launch('move'); print(s.pull('pos').sum(), wd_teach.discover().pycuda)")
+    env = {"PATH": "/nonexistent", "PYTHONPATH": f"{tmp_path}:{REPO}", "HOME": str(tmp_path),
+           "CUDA_VISIBLE_DEVICES": ""}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["6.0", "None"]
+
+
+def test_envs_ship_under_a_name_that_is_not_bare_envs():
+    setuptools = PYPROJECT["tool"]["setuptools"]
+    assert "envs" not in setuptools["packages"]
+    assert setuptools["package-dir"]["wd_teach_envs"] == "envs"
