@@ -16,6 +16,7 @@ exact same text goes to nvcc in every path: line numbers in errors are the learn
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import re
@@ -182,6 +183,7 @@ def _enter_torch_context(driver) -> None:
     device = driver.Device(torch.cuda.current_device())
     _context = device.retain_primary_context()
     _context.push()
+    atexit.register(_context.pop)  # PyCUDA aborts at exit if a context is left on its stack
 
 
 def compile_module(source: str):

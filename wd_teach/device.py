@@ -109,6 +109,17 @@ def _version(dist: str) -> str | None:
         return None
 
 
+def _pycuda_version() -> str | None:
+    """PyCUDA's version, also when it was unpacked without package metadata."""
+    if importlib.util.find_spec("pycuda") is None:
+        return None
+    try:
+        import pycuda  # the top-level module only: it does not touch the GPU
+    except ImportError:
+        return None
+    return _version("pycuda") or getattr(pycuda, "VERSION_TEXT", "installed")
+
+
 def _driver_cuda_version() -> tuple[int, int] | None:
     """The newest CUDA the installed driver supports, read from libcuda itself."""
     for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
@@ -177,7 +188,7 @@ def discover() -> Report:
     gpu_name, capability = _gpu()
     driver = _driver_cuda_version()
     nvcc, nvcc_version = _nvcc()
-    pycuda = _version("pycuda") if importlib.util.find_spec("pycuda") else None
+    pycuda = _pycuda_version()
     numba_cuda = _version("numba-cuda")
     simulator = simulator_on()
     torch_cuda = torch.version.cuda

@@ -24,3 +24,23 @@ class LaunchError(WdTeachError, ValueError):
 
 class CompileError(WdTeachError, RuntimeError):
     """nvcc rejected CUDA C source. The message holds nvcc's words and the source lines."""
+
+
+class SamplerError(WdTeachError, ValueError):
+    """Bad input to the action sampler: action counts, a seed, or probabilities of the wrong
+    shape, dtype or device."""
+
+
+class ProbabilityError(SamplerError):
+    """Probabilities that are not probabilities: NaN or infinite, negative, or a row that does
+    not sum to 1. The message names the environment, the agent and the action head."""
+
+
+class ResetError(WdTeachError, ValueError):
+    """A reset cannot be set up as asked: done flags of the wrong shape or dtype, or an array
+    with no pristine copy to restore from."""
+
+
+class LogError(WdTeachError, ValueError):
+    """An episode log cannot record as asked: unknown environments or arrays, or more steps
+    than it has room for."""

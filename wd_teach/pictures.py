@@ -49,8 +49,8 @@ def draw_data_flow() -> Figure:
 
     left.text(5, 7.3, "step every environment\n(one after another)", ha="center", fontsize=10)
     left.text(5, 1.9, "policy: choose actions\ntrain on the batch", ha="center", fontsize=10)
-    _arrow(left, (3.2, 6.1), (3.2, 4.3), "observations,\nrewards")
-    _arrow(left, (6.8, 4.3), (6.8, 6.1), "actions")
+    _arrow(left, (2.0, 6.1), (2.0, 4.3), "observations,\nrewards")
+    _arrow(left, (7.6, 4.3), (7.6, 6.1), "actions")
     left.text(5, 5.2, "every step,\nboth ways", ha="center", va="center", fontsize=9,
               color="firebrick", fontweight="bold")
 
@@ -58,8 +58,8 @@ def draw_data_flow() -> Figure:
     right.text(5, 1.3, "step all environments at once  >  sample actions\n"
                ">  reset the finished ones  >  train\n(one data store, read in place)",
                ha="center", fontsize=10)
-    _arrow(right, (3.2, 6.1), (3.2, 4.3), "push once")
-    _arrow(right, (6.8, 4.3), (6.8, 6.1), "pull only to look", dashed=True)
+    _arrow(right, (2.0, 6.1), (2.0, 4.3), "push once")
+    _arrow(right, (7.6, 4.3), (7.6, 6.1), "pull only\nto look", dashed=True)
     return fig
 
 
@@ -88,7 +88,7 @@ def draw_grid(num_envs: int, num_agents: int, max_threads: int = MAX_THREADS_PER
 
     block_width = len(thread_cols) + 0.6
     width = len(block_cols) * block_width
-    fig = Figure(figsize=(min(14.0, 2.5 + 0.45 * width), 1.6 + 0.55 * len(rows)),
+    fig = Figure(figsize=(min(14.0, max(8.0, 3.5 + 0.45 * width)), 1.8 + 0.55 * len(rows)),
                  layout="constrained")
     ax = fig.subplots()
     label_ids = len(thread_cols) * len(block_cols) <= 24
@@ -133,10 +133,10 @@ def draw_grid(num_envs: int, num_agents: int, max_threads: int = MAX_THREADS_PER
     for side in ("top", "right", "bottom", "left"):
         ax.spines[side].set_visible(False)
     ax.set_ylabel("environment = blockIdx.x")
-    ax.set_xlabel("agent = blockIdx.y * blockDim.x + threadIdx.x   (number in each square)")
+    ax.set_xlabel("agent = blockIdx.y * blockDim.x + threadIdx.x")
     idle = num_envs * (blocks * threads - num_agents)
-    ax.set_title(f"{num_envs:,} envs x {num_agents:,} agents: grid {geometry.grid} of blocks, "
-                 f"{threads:,} threads each ({idle:,} idle)", fontsize=11)
+    ax.set_title(f"{num_envs:,} envs x {num_agents:,} agents\ngrid {geometry.grid} blocks of "
+                 f"{threads:,} threads ({idle:,} idle)", fontsize=11)
     ax.legend(handles=[
         Patch(facecolor=AGENT_COLOUR, label="thread with an agent"),
         Patch(facecolor=IDLE_COLOUR, hatch="//", label="idle thread (no agent)"),

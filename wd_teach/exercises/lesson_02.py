@@ -1,0 +1,152 @@
+"""Checker for 02_kernel_launch: a kernel that moves every agent, x <- x + v * dt.
+
+The learner writes the step twice, as a Numba kernel and as CUDA C, with parameters named
+after the store: `pos` and `vel` (per agent, float32), `dt` (float) and `num_agents` (int).
+The checker launches each half that can run here through `KernelLauncher` on fresh random
+data, twice: with one block per environment, and with the agents split over several blocks
+so that some threads have no agent. It compares the result with NumPy.
+
+Where PyCUDA cannot run (no GPU), the CUDA C half is compiled with nvcc and its parameters
+are checked against the store; its arithmetic is then checked on a GPU only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from wd_teach import cuda_c
+from wd_teach.data import DataStore
+from wd_teach.device import choose_backend, discover, nvcc_path
+from wd_teach.errors import CompileError, WdTeachError
+from wd_teach.launch import KernelLauncher, cuda_c_argument, launch_geometry
+from wd_teach.sizes import lesson_sizes
+
+PARAMETERS = "pos, vel, dt, num_agents"
+
+
+def make_store(rng: np.random.Generator | None = None) -> DataStore:
+    """A fresh store at lesson size: random positions and velocities, a random dt."""
+    sizes = lesson_sizes()
+    rng = rng or np.random.default_rng()
+    shape = (sizes.num_envs, sizes.num_agents)
+    store = DataStore(sizes.num_envs, sizes.num_agents)
+    store.push("pos", rng.uniform(-1, 1, shape).astype(np.float32), per="agent")
+    store.push("vel", rng.uniform(-1, 1, shape).astype(np.float32), per="agent")
+    store.set_constant("dt", float(rng.uniform(0.01, 0.5)))
+    return store
+
+
+def split_threads(num_agents: int) -> int:
+    """Threads per block that split an environment's agents over two blocks, the second
+    partly idle: a kernel that forgets agent_id() or its guard shows it here."""
+    return max(1, num_agents // 2 + 1)
+
+
+def check_move_kernel(numba_kernel, cuda_c_source, backend: str) -> bool:
+    """Check both halves of the exercise; `backend` is the one the notebook runs on."""
+    if numba_kernel is None or cuda_c_source is None:
+        print("Not yet: write both the Numba kernel and the CUDA C source.")
+        return False
+    backend = choose_backend(backend)
+    halves = {"numba": numba_kernel, "pycuda": cuda_c_source}
+    order = [backend, *(b for b in halves if b != backend)]
+    right = True
+    for half in order:
+        label = "Numba kernel" if half == "numba" else "CUDA C kernel"
+        if half in discover().backends:
+            ok = _run_both_shapes(halves[half], half, label)
+        elif half == "pycuda":
+            ok = _compile_only(cuda_c_source)
+        else:
+            print(f"{label}: Numba cannot run here, so it was not checked. See wd_teach.doctor().")
+            ok = False
+        right = right and ok
+    if right:
+        print("All right: every agent moved by vel * dt, in every environment.")
+    return right
+
+
+def _run_both_shapes(kernel, backend: str, label: str) -> bool:
+    agents = lesson_sizes().num_agents
+    for max_threads, shape in ((agents, "one block per environment"),
+                               (split_threads(agents), "several blocks per environment")):
+        store = make_store()
+        start, vel = store.pull("pos"), store.pull("vel")
+        want = start + vel * store.constant("dt")
+        geometry = launch_geometry(store.num_envs, agents, max_threads)
+        try:
+            launcher = KernelLauncher(store, backend, max_threads=max_threads)
+            names = launcher.load(kernel)
+            if len(names) != 1:
+                print(f"{label}: found {len(names)} kernels ({', '.join(names)}); give one.")
+                return False
+            launcher.launch(names[0])
+        except WdTeachError as err:
+            print(f"{label}: {err}\nHint: the parameters are {PARAMETERS}, named as in the "
+                  "store.")
+            return False
+        except Exception as err:  # the learner's kernel may fail in any way; say how
+            print(f"{label} failed with {shape} (grid {geometry.grid}, block {geometry.block}): "
+                  f"{type(err).__name__}: {err}")
+            print("Hint: threads past the last agent must do nothing: "
+                  "if agent >= num_agents, return.")
+            return False
+        got, vel_after = store.pull("pos"), store.pull("vel")
+        if not np.array_equal(vel_after, vel) and np.array_equal(got, start):
+            print(f"{label}: vel changed and pos did not move. Only pos moves; vel is read, "
+                  "not written.")
+            return False
+        wrong = ~np.isclose(got, want, rtol=1e-5, atol=1e-6)
+        if wrong.any():
+            env, agent = (int(i) for i in np.argwhere(wrong)[0])
+            print(f"{label}, {shape} (grid {geometry.grid}, block {geometry.block}): "
+                  f"{int(wrong.sum())} of {wrong.size} positions are off; the first is env "
+                  f"{env}, agent {agent}: got {got[env, agent]:.6f}, want "
+                  f"{want[env, agent]:.6f}.")
+            if max_threads < agents:
+                print("Hint: with several blocks per environment, the agent is "
+                      "blockIdx.y * blockDim.x + threadIdx.x (agent_id() / wd_agent_id()), "
+                      "and threads past the last agent must not touch memory.")
+            else:
+                print("Hint: each thread does pos[env, agent] += vel[env, agent] * dt, with "
+                      "env from env_id() and agent from agent_id().")
+            return False
+        if not np.array_equal(vel_after, vel):
+            print(f"{label}: vel changed. Only pos moves; vel is read, not written.")
+            return False
+    print(f"{label}: ran on {backend}, one and several blocks per environment: right.")
+    return True
+
+
+def _compile_only(source) -> bool:
+    """Where PyCUDA cannot run: compile with nvcc and bind the parameters by name."""
+    label = "CUDA C kernel"
+    try:
+        text = cuda_c.read_source(source)
+        signatures = cuda_c.kernel_signatures(text)
+        if len(signatures) != 1:
+            print(f'{label}: found {len(signatures)} extern "C" __global__ kernels; give one.')
+            return False
+        (kernel, params), = signatures.items()
+        store = make_store()
+        for param in params:
+            if param.name not in store:
+                print(f"{label}: kernel {kernel!r} needs {param.name!r}, but the store has no "
+                      f"array or constant of that name.\nHint: the parameters are {PARAMETERS}, "
+                      "named as in the store.")
+                return False
+            cuda_c_argument(store, kernel, param, param.name)
+        if nvcc_path() is None:
+            print(f"{label}: its parameters match the store, but neither PyCUDA (it needs a "
+                  "GPU) nor nvcc is here, so it was neither run nor compiled.")
+            return True
+        cuda_c.ptx(text)
+    except CompileError as err:
+        print(f"{label}: {err}")
+        return False
+    except WdTeachError as err:
+        print(f"{label}: {err}")
+        return False
+    print(f"{label}: compiles with nvcc and its parameters match the store. PyCUDA needs a "
+          "GPU to run it, so its arithmetic is checked only on a GPU.")
+    return True
