@@ -61,7 +61,7 @@ def test_old_driver_with_new_numba_toolkit_is_diagnosed(monkeypatch):
     row = next(r for r in report.rows if r.piece == "Numba's CUDA")
     assert row.ok is False
     assert "CUDA_ERROR_UNSUPPORTED_PTX_VERSION" in row.todo
-    assert 'numba-cuda[cu12]' in row.todo
+    assert 'numba-cuda[cu12]' in row.todo and "nvidia-cuda-nvcc-cu12==12.4.*" in row.todo
 
 
 def test_numpy_too_new_for_numba_cuda_is_flagged():

@@ -170,6 +170,14 @@ def _numba_toolkit() -> tuple[int, int] | None:
     return None
 
 
+def nvvm_pin(driver: tuple[int, int]) -> str:
+    """The pip command that gives Numba an NVVM no newer than the driver understands."""
+    major, minor = driver
+    package = "nvidia-nvvm" if major >= 13 else f"nvidia-cuda-nvcc-cu{major}"
+    return (f'pip install "numba-cuda[cu{major}]>=0.30,<0.31" "{package}=={major}.{minor}.*", '
+            "then restart the kernel")
+
+
 def _numpy_ok(version: str) -> bool:
     major, minor = (int(x) for x in re.findall(r"\d+", version)[:2])
     return (major, minor) < NUMPY_TOO_NEW
@@ -226,12 +234,13 @@ def discover() -> Report:
             "" if gpu_name is None or torch_cuda else
             "this GPU needs a CUDA build of torch: see pytorch.org/get-started"),
     ]
-    if gpu_name and driver and toolkit and toolkit[0] > driver[0]:
+    if gpu_name and driver and toolkit and toolkit > driver:
         rows.append(Row(
             "Numba's CUDA", False,
-            f"NVVM for CUDA {toolkit[0]}.{toolkit[1]} but the driver only supports {driver[0]}.x",
-            f'kernels would fail with CUDA_ERROR_UNSUPPORTED_PTX_VERSION: pip install '
-            f'"numba-cuda[cu{driver[0]}]>=0.30,<0.31"'))
+            f"NVVM from pip is CUDA {toolkit[0]}.{toolkit[1]}, newer than the driver's "
+            f"{driver[0]}.{driver[1]}",
+            "Numba kernels would fail with CUDA_ERROR_UNSUPPORTED_PTX_VERSION: "
+            + nvvm_pin(driver)))
     return Report(gpu_name, capability, driver, nvcc_version if nvcc else None, pycuda,
                   numba_cuda, simulator, torch.__version__, torch_cuda, numpy_version,
                   toolkit, rows)

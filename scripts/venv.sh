@@ -1,0 +1,13 @@
+# Sourced by start.sh and test.sh: make .venv (or $VENV) with wd-teach installed, and
+# activate it. $1 names the extras to install (e.g. "dev" or "pycuda,dev").
+#
+# torch is installed first and on its own: TORCH_SPEC (default torch==2.13.0) picks the
+# build, so a bare `torch` requirement does not pull a multi-GB CUDA build onto a CPU box.
+VENV="${VENV:-.venv}"
+if [ ! -x "$VENV/bin/python" ]; then
+  python3 -m venv "$VENV"
+fi
+. "$VENV/bin/activate"
+python -m pip install -q --upgrade pip
+python -c "import torch" 2>/dev/null || python -m pip install -q "${TORCH_SPEC:-torch==2.13.0}"
+python -m pip install -q -e ".${1:+[$1]}"
