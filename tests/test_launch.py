@@ -175,3 +175,26 @@ def test_unknown_backend_is_refused():
 def test_pycuda_without_gpu_says_plainly_it_needs_one():
     with pytest.raises(wd_teach.MissingPieceError, match="runs CUDA C on an NVIDIA GPU"):
         KernelLauncher(numba_store(), "pycuda")
+
+
+@cuda.jit
+def times_two(x, num_agents):
+    agent = agent_id()
+    if agent < num_agents:
+        x[env_id(), agent] *= 2.0
+
+
+def test_numba_and_torch_modify_the_same_store_array_in_turn():
+    """Zero copies: a Numba kernel and torch take turns on one array, each seeing the other's
+    writes (on the simulator here; tests/gpu adds PyCUDA on a real device)."""
+    store = DataStore(3, 5)
+    start = np.random.default_rng(3).normal(size=(3, 5)).astype(np.float32)
+    store.push("x", start)
+    tensor = store["x"]
+    launcher = KernelLauncher(store, "numba", max_threads=2)
+    launcher.load(times_two)
+    launcher.launch("times_two")
+    tensor.add_(1.0)
+    launcher.launch("times_two")
+    assert store["x"] is tensor and store["x"].data_ptr() == tensor.data_ptr()
+    np.testing.assert_allclose(tensor.cpu().numpy(), (start * 2 + 1) * 2, rtol=1e-6)
