@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
 
 from wd_teach.data import DataStore
+from wd_teach.errors import StoreError
 from wd_teach.launch import MAX_THREADS_PER_BLOCK, launch_geometry
 
 AGENT_COLOUR = "#4c72b0"
@@ -163,7 +164,7 @@ def draw_store(store: DataStore) -> Figure:
     """
     infos = [store.info(name) for name in store.names]
     if not infos:
-        raise ValueError("the store has no arrays yet: push some before drawing it.")
+        raise StoreError("the store has no arrays yet: push some before drawing it.")
     fig = Figure(figsize=(8, 1.2 + 0.45 * len(infos)), layout="constrained")
     ax = fig.subplots()
     y = list(range(len(infos)))[::-1]
