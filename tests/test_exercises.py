@@ -163,7 +163,8 @@ def test_move_rejects_a_wrong_numba_kernel(kernel, hint, backend, capsys):
 
 
 @pytest.mark.parametrize("source, hint", [
-    (DEMO_CUDA_C.replace("float* pos", "float* position"), "needs 'position'"),
+    (DEMO_CUDA_C.replace("float* pos", "float* position").replace("pos[i]", "position[i]"),
+     "needs 'position'"),
     (DEMO_CUDA_C.replace("float dt", "int dt"), "constant 'dt' is a float"),
     (DEMO_CUDA_C.replace("const float* vel", "const int* vel"), "holds float32"),
     (DEMO_CUDA_C.replace('extern "C" ', ""), 'extern "C" __global__'),
