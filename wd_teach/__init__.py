@@ -5,6 +5,8 @@ The floors, bottom up, each with its notebook:
     device   what this machine has, and which backend to use      (00_welcome)
     data     DataStore: named arrays that live on the device      (01_data_push)
     launch   KernelLauncher: CUDA C (PyCUDA) or Numba kernels      (02_kernel_launch)
+    sampler  Sampler: every agent's action, drawn on the device   (03_sampler)
+    reset    Resetter, EpisodeLog: done envs restart; a device log (04_reset_and_log)
 
 `import wd_teach` works anywhere: without a GPU, Numba kernels run on the CUDA simulator and
 PyCUDA says plainly that it needs a GPU when it is used.
@@ -23,14 +25,22 @@ from wd_teach.device import (  # noqa: E402
     doctor,
     gpu_available,
 )
+from wd_teach.episode_log import EpisodeLog, plot_episode  # noqa: E402
 from wd_teach.errors import (  # noqa: E402
     CompileError,
     LaunchError,
+    LogError,
     MissingPieceError,
+    ProbabilityError,
+    ResetError,
+    SamplerError,
     StoreError,
     WdTeachError,
 )
 from wd_teach.launch import KernelLauncher, launch_geometry  # noqa: E402
+from wd_teach.reset import Resetter  # noqa: E402
+from wd_teach.sampler import Sampler  # noqa: E402
+from wd_teach.sampler_bench import bench_sampler  # noqa: E402
 from wd_teach.sizes import lesson_sizes  # noqa: E402
 
 __version__ = "0.1.0"
@@ -39,11 +49,19 @@ __all__ = [
     "BACKENDS",
     "CompileError",
     "DataStore",
+    "EpisodeLog",
     "KernelLauncher",
     "LaunchError",
+    "LogError",
     "MissingPieceError",
+    "ProbabilityError",
+    "ResetError",
+    "Resetter",
+    "Sampler",
+    "SamplerError",
     "StoreError",
     "WdTeachError",
+    "bench_sampler",
     "choose_backend",
     "default_device",
     "discover",
@@ -51,4 +69,5 @@ __all__ = [
     "gpu_available",
     "launch_geometry",
     "lesson_sizes",
+    "plot_episode",
 ]

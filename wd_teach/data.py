@@ -186,6 +186,24 @@ class DataStore:
                              "copy. Push it with reset=True to have resets restore it.")
         return self._pristine[name]
 
+    def share_pristine(self, name: str) -> str:
+        """Let kernels take the pristine copy of `name` by name, as `{name}_pristine`.
+
+        A reset kernel reads each array beside its pristine copy, and kernels take arrays by
+        name from the store. This lists the pristine copy under its own name: the same device
+        memory, no copy. Kernels must only read it. Returns the new name.
+        """
+        pristine = self.pristine(name)
+        shared = f"{name}_pristine"
+        if self._arrays.get(shared) is pristine:
+            return shared
+        self._check_open(shared)
+        self._check_new_name(shared)
+        info = self._info[name]
+        self._arrays[shared] = pristine
+        self._info[shared] = ArrayInfo(shared, info.per, info.shape, info.dtype, reset=False)
+        return shared
+
     @property
     def reset_names(self) -> list[str]:
         return list(self._pristine)

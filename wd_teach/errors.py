@@ -44,3 +44,8 @@ class ResetError(WdTeachError, ValueError):
 class LogError(WdTeachError, ValueError):
     """An episode log cannot record as asked: unknown environments or arrays, or more steps
     than it has room for."""
+
+
+class EnvError(WdTeachError, ValueError):
+    """An environment cannot be built or stepped as asked: a config that cannot work (no
+    runners, a negative distance), or actions of the wrong shape, dtype, range or device."""

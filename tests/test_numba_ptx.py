@@ -1,0 +1,66 @@
+"""The Numba kernels of the sampler and the reset compile for a real GPU, not only run on the
+simulator: type inference for the GPU is stricter (a uint32 mixed with a Python int can turn
+into float64 there), so a kernel can pass every simulator test and still fail to compile.
+
+Numba's compiler (NVVM) needs no GPU to write PTX, so this runs in CI: in a fresh process
+with the simulator off, compiling each kernel for the argument types the launcher passes.
+"""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+SCRIPT = textwrap.dedent("""
+    import os
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
+    from types import SimpleNamespace
+
+    from numba import cuda, types
+    import numba.cuda.dispatcher as dispatcher
+
+    # Device functions ask the current GPU for its compute capability; there may be none.
+    try:
+        cuda.get_current_device()
+    except Exception:
+        dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=(8, 0))
+
+    from wd_teach import reset_numba, sampler_numba
+
+    def compile(kernel, *args):
+        ptx, _ = cuda.compile_ptx(kernel.py_func, args, cc=(8, 0))
+        return ptx
+
+    def compile_float32(kernel, *args):
+        # the sampler's hot path: a float64 step there is a typing slip, and slow
+        ptx = compile(kernel, *args)
+        assert ".f64" not in ptx, f"{kernel.py_func.__name__} computes in float64"
+
+    probs = types.Array(types.float32, 3, "C")
+    counter, key = types.Array(types.uint32, 2, "C"), types.Array(types.uint32, 1, "C")
+    offsets, done = types.Array(types.int32, 1, "C"), types.Array(types.int32, 1, "C")
+    for ndim in (2, 3):
+        actions = types.Array(types.int32, ndim, "C")
+        compile_float32(sampler_numba.sample_actions, probs, actions, counter, key, offsets,
+                        types.int32, types.int32)
+        compile_float32(sampler_numba.argmax_actions, probs, actions, offsets, types.int32,
+                        types.int32)
+    for name, dtype in (("reset_float", types.float32), ("reset_int", types.int32),
+                        ("reset_uint", types.uint32), ("reset_uchar", types.uint8)):
+        for ndim in (1, 3):
+            array = types.Array(dtype, ndim, "C")
+            compile(getattr(reset_numba, name), array, array, done, types.int32)
+    compile(reset_numba.clear_done, done)
+    print("compiled")
+""")
+
+
+def test_numba_kernels_compile_to_ptx_for_a_gpu():
+    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
+                          timeout=300)
+    if done.returncode != 0 and ("NvvmSupportError" in done.stderr
+                                 or "libnvvm" in done.stderr.lower()):
+        pytest.skip("Numba's CUDA compiler (NVVM) is not installed here")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "compiled" in done.stdout
