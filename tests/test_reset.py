@@ -122,7 +122,7 @@ def test_a_done_array_the_env_pushed_is_used():
     store["pos"].fill_(1)
     resetter.reset()
     np.testing.assert_array_equal(store.pull("pos").sum(axis=1), [4, 0, 4])
-    assert repr(resetter) == "Resetter(numba, restores pos where 'finished' is set)"
+    assert repr(resetter) == f"Resetter({resetter.backend}, restores pos where 'finished' is set)"
 
 
 def test_share_pristine_lists_the_same_memory_under_a_name():

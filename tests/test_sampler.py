@@ -194,12 +194,13 @@ def short_at(p):
 
 
 @pytest.mark.parametrize("bad, error, message", [
-    (lambda p: p.numpy(), SamplerError, "must be a torch tensor"),
+    (lambda p: p.cpu().numpy(), SamplerError, "must be a torch tensor"),
     (lambda p: p.double(), SamplerError, "torch.float64; the kernel reads float32"),
     (lambda p: p[..., :2], SamplerError, r"shape \(3, 4, 2\); want .* = \(3, 4, 3\)"),
     (lambda p: p.to("meta"), SamplerError, "are on meta"),
     (nan_at, ProbabilityError, "env 1, agent 2, head 0 hold NaN"),
-    (lambda p: p.index_fill_(-1, torch.tensor([1]), torch.inf), ProbabilityError,
+    (lambda p: p.index_fill_(-1, torch.tensor([1], device=p.device), torch.inf),
+     ProbabilityError,
      "env 0, agent 0, head 0 hold NaN or infinity"),
     (negative_at, ProbabilityError, r"env 2, agent 3, head 0 hold a negative value \(-0.25\)"),
     (short_at, ProbabilityError, r"env 0, agent 1, head 0 sum to 0.9, not 1 \(tolerance"),
@@ -207,7 +208,7 @@ def short_at(p):
 ])
 def test_bad_probabilities_are_refused_and_the_buffer_is_untouched(bad, error, message):
     store, sampler = make_sampler("numba", 3)
-    probs = random_probs(store, 3).cpu()
+    probs = random_probs(store, 3)
     before = sampler.probs.clone()
     with pytest.raises(error, match=message):
         sampler.sample(bad(probs.clone()))
@@ -231,7 +232,7 @@ def test_errors_name_the_head_with_several_heads():
 
 def test_checked_mode_checks_the_buffer_too_and_the_tolerance_is_the_one_given():
     store, sampler = make_sampler("numba", 3, tolerance=0.2)
-    sampler.sample(torch.full((ENVS, AGENTS, 3), 0.3))  # sums to 0.9: within 0.2
+    sampler.sample(torch.full((ENVS, AGENTS, 3), 0.3, device=store.device))  # 0.9: within 0.2
     sampler.probs[1, 1, 1] = torch.nan
     with pytest.raises(ProbabilityError, match="env 1, agent 1"):
         sampler.sample()

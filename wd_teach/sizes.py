@@ -21,9 +21,10 @@ class LessonSizes:
     num_heads: int = 2
     #: Sampler launches whose draws make a histogram (each launch: one draw per agent).
     sample_launches: int = 1
-    #: Tag (06): taggers and runners per environment where the kernels run.
+    #: Tag (06): taggers, runners and neighbours seen per agent where the kernels run.
     tag_taggers: int = 10
     tag_runners: int = 100
+    tag_nearest: int = 10
     #: Tag (06): the game drawn frame by frame (NumPy reference, one environment).
     animation_taggers: int = 5
     animation_runners: int = 50
@@ -39,13 +40,13 @@ class LessonSizes:
 #: Full size: enough blocks to fill a large GPU many times over.
 GPU_SIZES = LessonSizes(num_envs=2_000, num_agents=256, episode_length=100, num_actions=10,
                         num_heads=2, sample_launches=10, tag_taggers=10, tag_runners=100,
-                        animation_taggers=5, animation_runners=50, animation_frames=120,
-                        timed_steps=100)
+                        tag_nearest=10, animation_taggers=5, animation_runners=50,
+                        animation_frames=120, timed_steps=100)
 #: Simulator size: a few blocks of a few threads, still more than one of each.
 CPU_SIZES = LessonSizes(num_envs=3, num_agents=4, episode_length=5, num_actions=3,
                         num_heads=2, sample_launches=60, tag_taggers=2, tag_runners=5,
-                        animation_taggers=3, animation_runners=24, animation_frames=40,
-                        timed_steps=2)
+                        tag_nearest=3, animation_taggers=3, animation_runners=24,
+                        animation_frames=40, timed_steps=2)
 
 
 def lesson_sizes(gpu: bool | None = None) -> LessonSizes:
