@@ -49,3 +49,14 @@ class LogError(WdTeachError, ValueError):
 class EnvError(WdTeachError, ValueError):
     """An environment cannot be built or stepped as asked: a config that cannot work (no
     runners, a negative distance), or actions of the wrong shape, dtype, range or device."""
+
+
+class ConfigError(WdTeachError, ValueError):
+    """A training config that cannot work: an unknown key, a value of the wrong type, a
+    policy-to-agent mapping that leaves an agent out or names one twice, batch sizes that do
+    not divide. The message names the key, as it is written in the YAML (`trainer.lr`)."""
+
+
+class TrainError(WdTeachError, ValueError):
+    """Training cannot go on as asked: a checkpoint written for another environment or
+    another set of policies, or a call in the wrong order."""

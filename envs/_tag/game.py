@@ -1,0 +1,166 @@
+"""The Python half of what the two Tag games share: the config fields both have, the
+observation's layout, and the arrays both keep.
+
+Agents 0 .. num_taggers - 1 are taggers, the rest runners. Each step: every agent moves
+(the game's own move kernel), runners within reach of a tagger are caught (tag_catch, shared),
+then every agent observes and the game may end (the game's own observe kernel, built from
+shared device functions).
+
+An observation is the agent's own block, then one slot per neighbour:
+
+    own    x / field_size, y / field_size, is_runner, in_game, then the game's own features
+    slot   present, dx / field_size, dy / field_size, is_runner, then the game's own features
+
+The neighbours are the num_nearest others still in the game, nearest first; with
+num_nearest=None, every other agent in index order (full observation). Empty slots are 0.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+from gymnasium import spaces
+
+from wd_teach.cuda_c import INCLUDE_DIR
+from wd_teach.env import Env, StateArray, Tolerance, require
+from wd_teach_envs._tag.tag_numba import MAX_NEAREST
+
+#: The shared catch kernel, in CUDA C (its Numba twin is tag_catch in tag_numba.py).
+TAG_CU = INCLUDE_DIR / "tag.cu"
+#: The features of an own block and of a neighbour slot that every Tag game has.
+OWN_FEATURES = ("x", "y", "is runner", "in game")
+SLOT_FEATURES = ("present", "dx", "dy", "is runner")
+
+
+@dataclass(frozen=True)
+class TagConfig:
+    """The fields both Tag games have. Rewards are per agent and per step."""
+
+    num_taggers: int = 10
+    num_runners: int = 100
+    episode_length: int = 500
+    num_nearest: int | None = 10  # None: every agent sees all others (full observation)
+    runner_exits_when_tagged: bool = True
+    tag_reward: float = 1.0  # to a tagger, for each runner it catches
+    tag_penalty: float = -1.0  # to a runner, when caught
+    tagger_step_reward: float = -0.01  # every step: taggers should hurry
+    runner_step_reward: float = 0.01  # every step a runner is still in the game
+    edge_penalty: float = -0.1  # for running into the edge of the field
+    end_reward: float = 1.0  # to each runner still in the game when time is up
+
+    def validate(self) -> None:
+        for name in ("num_taggers", "num_runners", "episode_length"):
+            value = getattr(self, name)
+            require(isinstance(value, (int, np.integer)) and not isinstance(value, bool),
+                    f"{name} must be a whole number, got {value!r}.")
+        require(self.num_taggers >= 1, f"Tag needs at least one tagger, got "
+                                       f"num_taggers={self.num_taggers}.")
+        require(self.num_runners >= 1, f"Tag needs at least one runner, got "
+                                       f"num_runners={self.num_runners}.")
+        require(self.episode_length >= 1, f"episode_length must be at least 1, got "
+                                          f"{self.episode_length}.")
+        others = self.num_taggers + self.num_runners - 1
+        if self.num_nearest is not None:
+            most = min(MAX_NEAREST, others)
+            require(isinstance(self.num_nearest, int) and 1 <= self.num_nearest <= most,
+                    f"num_nearest must be between 1 and {most} (the other agents, at most "
+                    f"{MAX_NEAREST}), got {self.num_nearest!r}. Use num_nearest=None to "
+                    "let every agent see all the others.")
+        for name in ("tag_reward", "tag_penalty", "tagger_step_reward", "runner_step_reward",
+                     "edge_penalty", "end_reward"):
+            value = getattr(self, name)
+            require(isinstance(value, (int, float)) and math.isfinite(value),
+                    f"{name} must be a finite number, got {value!r}.")
+
+
+class TagGame(Env):
+    """The base of both Tag games. A game names `game_features` (its own features after the
+    shared ones, in its own block and in each slot) and writes `action_space`,
+    `initial_positions()`, `game_state()` and `game_constants()`."""
+
+    shared_cuda = (TAG_CU,)
+    tolerance = Tolerance(rtol=0.0, atol=1e-6,
+                          why="no transcendentals and no fused multiply-adds: every backend "
+                              "rounds alike, so any difference is a bug")
+    game_features: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def num_agents(self) -> int:
+        return self.config.num_taggers + self.config.num_runners
+
+    @property
+    def num_taggers(self) -> int:
+        return self.config.num_taggers
+
+    @property
+    def num_neighbors(self) -> int:
+        """Neighbour slots in each observation."""
+        nearest = self.config.num_nearest
+        return self.num_agents - 1 if nearest is None else nearest
+
+    @property
+    def own_size(self) -> int:
+        """Features in the agent's own block, and in each neighbour slot."""
+        return len(OWN_FEATURES) + len(self.game_features)
+
+    def feature_names(self) -> list[str]:
+        """The name of every value of an observation, in order."""
+        names = [f"own {f}" for f in (*OWN_FEATURES, *self.game_features)]
+        for k in range(self.num_neighbors):
+            names += [f"slot {k} {f}" for f in (*SLOT_FEATURES, *self.game_features)]
+        return names
+
+    @property
+    def observation_space(self) -> spaces.Box:
+        size = self.own_size * (1 + self.num_neighbors)
+        return spaces.Box(-1.0, 1.0, shape=(size,), dtype=np.float32)
+
+    def initial_state(self, num_envs, rng):
+        x, y = self.initial_positions(num_envs, rng)
+        in_game = np.ones((num_envs, self.num_agents), np.int32)
+        state = {"loc_x": StateArray(x), "loc_y": StateArray(y),
+                 "in_game": StateArray(in_game),
+                 "runners_left": StateArray(np.full(num_envs, self.config.num_runners,
+                                                    np.int32), per="env")}
+        state.update(self.game_state(num_envs, rng))
+        obs = np.zeros((num_envs, self.num_agents, self.observation_space.shape[0]), np.float32)
+        arrays = {name: a.data for name, a in state.items()}
+        self._sibling("reference").observe(obs=obs, **self._observe_args(arrays))
+        state["obs"] = StateArray(obs)
+        return state
+
+    def _observe_args(self, arrays):
+        """The reference observe()'s arguments, by name, from the state and the constants."""
+        observe = self._sibling("reference").observe
+        values = {**arrays, **self.constants()}
+        return {name: values[name] for name in inspect.signature(observe).parameters
+                if name != "obs"}
+
+    def constants(self):
+        c = self.config
+        return {"num_taggers": c.num_taggers, "num_neighbors": self.num_neighbors,
+                "full_observation": int(c.num_nearest is None),
+                "obs_size": self.observation_space.shape[0], "own_size": self.own_size,
+                "runner_exits": int(c.runner_exits_when_tagged),
+                "tag_reward": float(c.tag_reward), "tag_penalty": float(c.tag_penalty),
+                "tagger_step_reward": float(c.tagger_step_reward),
+                "runner_step_reward": float(c.runner_step_reward),
+                "edge_penalty": float(c.edge_penalty), "end_reward": float(c.end_reward),
+                **self.game_constants()}
+
+    # -- what each game says ----------------------------------------------------------------
+
+    def initial_positions(self, num_envs: int, rng: np.random.Generator):
+        """loc_x, loc_y: float32 [num_envs, num_agents]."""
+        raise NotImplementedError
+
+    def game_state(self, num_envs: int, rng: np.random.Generator) -> dict[str, StateArray]:
+        return {}
+
+    def game_constants(self) -> dict[str, int | float]:
+        """field_size and tagging_distance at least."""
+        raise NotImplementedError

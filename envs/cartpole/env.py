@@ -1,0 +1,78 @@
+"""CartPole: push a cart left or right to keep the pole on it upright.
+
+The dynamics are gymnasium's CartPole-v1 (Euler steps of 0.02 s), in float32 instead of
+float64. One agent per environment: a single-agent env is a multi-agent env of one agent, so
+each block has one thread. The state is the observation: x, x_dot, theta, theta_dot.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from gymnasium import spaces
+
+from wd_teach.env import OBS, Env, StateArray, Tolerance, require
+
+
+@dataclass(frozen=True)
+class CartPoleConfig:
+    episode_length: int = 500
+    gravity: float = 9.8
+    mass_cart: float = 1.0
+    mass_pole: float = 0.1
+    half_pole_length: float = 0.5
+    force: float = 10.0
+    tau: float = 0.02  # seconds per step
+    x_threshold: float = 2.4  # the episode ends when the cart leaves [-2.4, 2.4]
+    theta_threshold: float = 12 * 2 * math.pi / 360  # or the pole leans past 12 degrees
+    start_range: float = 0.05  # every state variable starts uniform in [-0.05, 0.05]
+
+    def validate(self) -> None:
+        require(self.episode_length >= 1, f"episode_length must be at least 1, got "
+                                          f"{self.episode_length}.")
+        for name in ("mass_cart", "mass_pole", "half_pole_length", "tau", "x_threshold",
+                     "theta_threshold"):
+            value = getattr(self, name)
+            require(value > 0, f"{name} must be positive, got {value}.")
+        require(self.start_range >= 0, f"start_range must be >= 0, got {self.start_range}.")
+
+
+class CartPole(Env):
+    Config = CartPoleConfig
+    step_kernels = ("cartpole_step",)
+    tolerance = Tolerance(rtol=1e-4, atol=1e-5,
+                          why="a GPU's sinf/cosf are within 2 ulp and its compiler fuses "
+                              "multiply-adds; the falling pole grows such differences")
+
+    @property
+    def num_agents(self) -> int:
+        return 1
+
+    @property
+    def observation_space(self) -> spaces.Box:
+        c = self.config
+        high = np.array([2 * c.x_threshold, np.inf, 2 * c.theta_threshold, np.inf], np.float32)
+        return spaces.Box(-high, high, dtype=np.float32)
+
+    @property
+    def action_space(self) -> spaces.Discrete:
+        return spaces.Discrete(2)  # 0: push left, 1: push right
+
+    def initial_state(self, num_envs, rng):
+        c = self.config
+        start = rng.uniform(-c.start_range, c.start_range, (num_envs, 1, 4)).astype(np.float32)
+        state = {name: StateArray(np.ascontiguousarray(start[..., i]))
+                 for i, name in enumerate(("x", "x_dot", "theta", "theta_dot"))}
+        state[OBS] = StateArray(start)
+        return state
+
+    def constants(self):
+        c = self.config
+        values = {"gravity": c.gravity, "mass_pole": c.mass_pole,
+                  "total_mass": c.mass_pole + c.mass_cart, "half_pole_length": c.half_pole_length,
+                  "polemass_length": c.mass_pole * c.half_pole_length, "force": c.force,
+                  "tau": c.tau, "x_threshold": c.x_threshold,
+                  "theta_threshold": c.theta_threshold}
+        return {name: float(value) for name, value in values.items()}  # float32 in the store

@@ -1,0 +1,105 @@
+// Tag on a continuous field: the move and the observation; the catch between them is
+// tag_catch in wd_teach/cuda/tag.cu. One block per environment, one thread per agent.
+// The Numba twin, line for line, is step_numba.py; the NumPy one is reference.py.
+#include "tag.cuh"
+
+#define OWN_FEATURES 4  // tag_observe_self writes these, this game the three after them
+#define HEADS 2         // an action is an acceleration level and a turn level
+
+__device__ __forceinline__ float max_speed_of(int agent, int num_taggers, float tagger_max_speed,
+                                              float runner_max_speed) {
+  return agent < num_taggers ? tagger_max_speed : runner_max_speed;
+}
+
+// Turn, speed up or slow down, move; stop at the field's edge. The step's first rewards.
+extern "C" __global__ void tag_continuous_move(float* loc_x, float* loc_y, float* speed,
+                                               int* heading, const int* in_game,
+                                               const int* actions, float* rewards,
+                                               int* timestep, const float* accelerations,
+                                               const int* turns, const float* direction_x,
+                                               const float* direction_y, int num_agents,
+                                               int num_taggers, int num_directions,
+                                               float field_size, float tagger_max_speed,
+                                               float runner_max_speed, float tagger_step_reward,
+                                               float runner_step_reward, float edge_penalty) {
+  const int env = wd_env_id();
+  const int agent = wd_agent_id();
+  if (agent >= num_agents) return;
+  if (agent == 0) timestep[env] = timestep[env] + 1;
+  const int i = wd_slot(env, agent, num_agents);
+  if (in_game[i] == 0) {
+    rewards[i] = 0.0f;
+    return;
+  }
+  const int accelerate = actions[i * HEADS + 0];
+  const int turn = actions[i * HEADS + 1];
+  const int h = (heading[i] + turns[turn] + num_directions) % num_directions;
+  const float top = max_speed_of(agent, num_taggers, tagger_max_speed, runner_max_speed);
+  float v = fminf(fmaxf(speed[i] + accelerations[accelerate], 0.0f), top);
+  float x = loc_x[i] + tag_mul(v, direction_x[h]);
+  float y = loc_y[i] + tag_mul(v, direction_y[h]);
+  const bool hit = x < 0.0f || x > field_size || y < 0.0f || y > field_size;
+  x = fminf(fmaxf(x, 0.0f), field_size);
+  y = fminf(fmaxf(y, 0.0f), field_size);
+  if (hit) v = 0.0f;  // the edge stops you
+  heading[i] = h;
+  speed[i] = v;
+  loc_x[i] = x;
+  loc_y[i] = y;
+  float reward = agent < num_taggers ? tagger_step_reward : runner_step_reward;
+  if (hit) reward = reward + edge_penalty;
+  rewards[i] = reward;
+}
+
+// Every agent's observation: the shared position features, then speed and heading; for
+// its own block and for each neighbour slot. Then the end of the game.
+extern "C" __global__ void tag_continuous_observe(const float* loc_x, const float* loc_y,
+                                                  const float* speed, const int* heading,
+                                                  const int* in_game, float* obs,
+                                                  float* rewards, int* done,
+                                                  const int* timestep, const int* runners_left,
+                                                  const float* direction_x,
+                                                  const float* direction_y, int num_agents,
+                                                  int num_taggers, int num_neighbors,
+                                                  int full_observation, int obs_size,
+                                                  int own_size, int episode_length,
+                                                  float field_size, float tagger_max_speed,
+                                                  float runner_max_speed, float end_reward) {
+  __shared__ float tile_x[TAG_TILE];
+  __shared__ float tile_y[TAG_TILE];
+  __shared__ int tile_in[TAG_TILE];
+  float nearest_d2[TAG_MAX_NEAREST];
+  int nearest[TAG_MAX_NEAREST];
+  const int env = wd_env_id();
+  const int agent = wd_agent_id();
+  const bool active = agent < num_agents;
+  if (!full_observation) {
+    tag_find_nearest(loc_x, loc_y, in_game, env, agent, active, num_agents, num_neighbors,
+                     tile_x, tile_y, tile_in, nearest_d2, nearest);
+  }
+  if (!active) return;
+  const int i = wd_slot(env, agent, num_agents);
+  float* o = obs + (long long)i * obs_size;
+  tag_observe_self(o, loc_x[i], loc_y[i], field_size, agent >= num_taggers, in_game[i]);
+  o[OWN_FEATURES + 0] = speed[i] / max_speed_of(agent, num_taggers, tagger_max_speed,
+                                                runner_max_speed);
+  o[OWN_FEATURES + 1] = direction_x[heading[i]];
+  o[OWN_FEATURES + 2] = direction_y[heading[i]];
+  for (int k = 0; k < num_neighbors; ++k) {
+    float* n = o + own_size * (k + 1);
+    const int other = tag_neighbor(k, agent, full_observation, nearest);
+    const int j = wd_slot(env, other >= 0 ? other : 0, num_agents);
+    if (other < 0 || in_game[j] == 0) {
+      tag_clear(n, own_size);
+      continue;
+    }
+    tag_observe_neighbor(n, loc_x[j] - loc_x[i], loc_y[j] - loc_y[i], field_size,
+                         other >= num_taggers);
+    n[OWN_FEATURES + 0] = speed[j] / max_speed_of(other, num_taggers, tagger_max_speed,
+                                                  runner_max_speed);
+    n[OWN_FEATURES + 1] = direction_x[heading[j]];
+    n[OWN_FEATURES + 2] = direction_y[heading[j]];
+  }
+  tag_end_game(env, agent, i, agent >= num_taggers, in_game, rewards, done, timestep,
+               runners_left, episode_length, end_reward);
+}

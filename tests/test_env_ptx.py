@@ -1,0 +1,67 @@
+"""The envs' Numba kernels compile for a real GPU, not only run on the simulator, and Tag's
+compile without a fused multiply-add or a double-precision step: what lets its backends agree
+bit for bit (wd_teach/cuda/tag.cuh says why). NVVM needs no GPU to write PTX, so this runs in
+CI, in a fresh process with the simulator off, for the argument types the wrapper passes."""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+SCRIPT = textwrap.dedent("""
+    import inspect
+    import os
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
+    from types import SimpleNamespace
+
+    import numpy as np
+    from numba import cuda, types
+    from numba.np import numpy_support
+    import numba.cuda.dispatcher as dispatcher
+
+    # Device functions ask the current GPU for its compute capability; there may be none.
+    try:
+        cuda.get_current_device()
+    except Exception:
+        dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=(8, 0))
+
+    from wd_teach_envs.cartpole import CartPole
+    from wd_teach_envs.pendulum import Pendulum
+    from wd_teach_envs.tag_continuous import TagContinuous
+    from wd_teach_envs.tag_grid import TagGrid
+
+    def signature(kernel, env):
+        state = env.full_state(2)
+        scalars = {"num_agents": env.num_agents, "episode_length": env.episode_length,
+                   **env.constants()}
+        args = []
+        for name in inspect.signature(kernel.py_func).parameters:
+            if name in state:
+                data = state[name].data
+                args.append(types.Array(numpy_support.from_dtype(data.dtype), data.ndim, "C"))
+            else:
+                whole = isinstance(scalars[name], (int, np.integer))
+                args.append(types.int32 if whole else types.float32)
+        return tuple(args)
+
+    for env in (TagContinuous(), TagGrid(), CartPole(), Pendulum()):
+        module = env.numba_kernels()
+        for name in env.step_kernels:
+            kernel = getattr(module, name)
+            ptx, _ = cuda.compile_ptx(kernel.py_func, signature(kernel, env), cc=(8, 0))
+            if name.startswith("tag"):
+                assert "fma.rn.f32" not in ptx, f"{name} fuses a multiply-add"
+                assert ".f64" not in ptx, f"{name} computes in float64"
+    print("compiled")
+""")
+
+
+def test_env_kernels_compile_to_ptx_for_a_gpu():
+    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
+                          timeout=300)
+    if done.returncode != 0 and ("NvvmSupportError" in done.stderr
+                                 or "libnvvm" in done.stderr.lower()):
+        pytest.skip("Numba's CUDA compiler (NVVM) is not installed here")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "compiled" in done.stdout

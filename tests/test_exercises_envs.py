@@ -1,0 +1,177 @@
+"""The checkers of lessons 05 (a custom env's step) and 06 (Tag's catch rule) say yes to a
+right answer and no, with a hint, to wrong ones."""
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import wd_teach
+from wd_teach.device import nvcc_path
+from wd_teach.exercises import lesson_05, lesson_06
+from wd_teach.numba_index import agent_id, env_id
+from wd_teach.wrapper import EnvWrapper
+
+# -- lesson 05: the parking line ---------------------------------------------------------------
+
+PARKING_CU = r"""
+#include "wd_teach.cuh"
+
+extern "C" __global__ void parking_step(float* pos, const float* goal, int* parked,
+                                        const float* moves, const int* actions, float* obs,
+                                        float* rewards, int* done, int* timestep,
+                                        int episode_length, float length, float reach,
+                                        float arrival_bonus, int num_agents) {
+  const int env = wd_env_id();
+  const int agent = wd_agent_id();
+  if (agent >= num_agents) return;
+  const int i = wd_slot(env, agent, num_agents);
+  if (agent == 0) {
+    const int t = timestep[env] + 1;
+    timestep[env] = t;
+    done[env] = t >= episode_length;
+  }
+  if (parked[i] == 0) {
+    pos[i] = fminf(fmaxf(pos[i] + moves[actions[i]], 0.0f), length);
+    const float distance = fabsf(goal[env] - pos[i]);
+    float reward = -distance / length;
+    if (distance <= reach) {
+      parked[i] = 1;
+      reward = reward + arrival_bonus;
+    }
+    rewards[i] = reward;
+  } else {
+    rewards[i] = 0.0f;
+  }
+  obs[i * 3 + 0] = pos[i] / length;
+  obs[i * 3 + 1] = (goal[env] - pos[i]) / length;
+  obs[i * 3 + 2] = parked[i];
+}
+"""
+
+
+def make_parking_step(bonus=True, park_stays=True, parked_feature=True, guard=True):
+    """The right Numba kernel, or one with a single thing wrong."""
+
+    @cuda.jit
+    def parking_step(pos, goal, parked, moves, actions, obs, rewards, done, timestep,
+                     episode_length, length, reach, arrival_bonus, num_agents):
+        env = env_id()
+        agent = agent_id()
+        if guard and agent >= num_agents:
+            return
+        i = (env, agent)
+        if agent == 0:
+            t = timestep[env] + 1
+            timestep[env] = t
+            done[env] = t >= episode_length
+        if parked[i] == 0 or not park_stays:
+            pos[i] = min(max(pos[i] + moves[actions[i]], np.float32(0.0)), length)
+            distance = abs(goal[env] - pos[i])
+            reward = -distance / length
+            if distance <= reach:
+                parked[i] = 1
+                if bonus:
+                    reward = reward + arrival_bonus
+            rewards[i] = reward
+        else:
+            rewards[i] = np.float32(0.0)
+        obs[env, agent, 0] = pos[i] / length
+        obs[env, agent, 1] = (goal[env] - pos[i]) / length
+        obs[env, agent, 2] = np.float32(parked[i]) if parked_feature else np.float32(0.0)
+
+    return parking_step
+
+
+def test_parking_line_parks_within_the_checkers_steps():
+    """The checker's run is only as good as what happens in it: particles park."""
+    sizes = wd_teach.lesson_sizes()
+    env = lesson_05.ParkingLine(num_particles=sizes.num_agents,
+                                episode_length=max(4, sizes.episode_length), length=5.0)
+    wrapper = EnvWrapper(env, sizes.num_envs, "numpy", auto_reset=False)
+    for _ in range(env.episode_length):
+        wrapper.step(wrapper.random_actions())
+    assert wrapper.store.pull("parked").any()
+
+
+def test_parking_step_accepts_the_right_kernels(backend, capsys):
+    assert lesson_05.check_parking_step(make_parking_step(), PARKING_CU, backend)
+    assert "All right" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kernel, hint", [
+    (make_parking_step(bonus=False), "plus arrival_bonus in the step it parks"),
+    (make_parking_step(park_stays=False), "a parked one stays where it is"),
+    (make_parking_step(parked_feature=False), "[pos / length, (goal - pos) / length, parked]"),
+    (make_parking_step(guard=False), "if agent >= num_agents, return"),
+])
+def test_parking_step_rejects_a_wrong_numba_kernel(kernel, hint, backend, capsys):
+    assert not lesson_05.check_parking_step(kernel, PARKING_CU, backend)
+    assert hint in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("source, hint", [
+    (PARKING_CU.replace("float* pos,", "float* position,"), "needs 'position'"),
+    (PARKING_CU.replace("int* parked", "float* parked"), "holds int32"),
+    (PARKING_CU.replace("parking_step(", "park("), "named parking_step"),
+])
+def test_parking_step_rejects_cuda_c_that_does_not_bind(source, hint, capsys):
+    if "pycuda" in wd_teach.discover().backends:
+        pytest.skip("with PyCUDA the CUDA C half runs instead; tests/gpu covers it")
+    assert not lesson_05.check_parking_step(make_parking_step(), source, "numba")
+    assert hint in capsys.readouterr().out
+
+
+@pytest.mark.skipif(nvcc_path() is None, reason="nvcc is not on this machine")
+def test_parking_step_rejects_cuda_c_that_does_not_compile(capsys):
+    if "pycuda" in wd_teach.discover().backends:
+        pytest.skip("with PyCUDA the CUDA C half runs instead")
+    source = PARKING_CU.replace("fabsf(goal[env] - pos[i])", "fabsf(goal[env] - x)")
+    assert not lesson_05.check_parking_step(make_parking_step(), source, "numba")
+    assert 'identifier "x" is undefined' in capsys.readouterr().out
+
+
+def test_parking_step_waits_for_both_halves(capsys):
+    assert not lesson_05.check_parking_step(None, PARKING_CU)
+    assert "Not yet" in capsys.readouterr().out
+
+
+# -- lesson 06: the catch rule -------------------------------------------------------------------
+
+
+def right_caught(loc_x, loc_y, in_game, num_taggers, tagging_distance):
+    dx = loc_x[:, num_taggers:, None] - loc_x[:, None, :num_taggers]
+    dy = loc_y[:, num_taggers:, None] - loc_y[:, None, :num_taggers]
+    close = (dx * dx + dy * dy <= tagging_distance**2).any(axis=2)
+    return close & (in_game[:, num_taggers:] != 0)
+
+
+def test_caught_accepts_the_right_rule(capsys):
+    assert lesson_06.check_caught(right_caught)
+    assert "All right" in capsys.readouterr().out
+
+
+def strictly_within(loc_x, loc_y, in_game, num_taggers, tagging_distance):
+    dx = loc_x[:, num_taggers:, None] - loc_x[:, None, :num_taggers]
+    dy = loc_y[:, num_taggers:, None] - loc_y[:, None, :num_taggers]
+    return (dx * dx + dy * dy < tagging_distance**2).any(axis=2) & (in_game[:, num_taggers:] != 0)
+
+
+def everyone_plays(loc_x, loc_y, in_game, num_taggers, tagging_distance):
+    return right_caught(loc_x, loc_y, np.ones_like(in_game), num_taggers, tagging_distance)
+
+
+def taggers_as_runners(loc_x, loc_y, in_game, num_taggers, tagging_distance):
+    return right_caught(loc_x, loc_y, in_game, num_taggers, tagging_distance)[:, 1:]
+
+
+@pytest.mark.parametrize("caught, hint", [
+    (strictly_within, "includes exactly at it"),
+    (everyone_plays, "cannot be caught again"),
+    (taggers_as_runners, "one value per environment and runner"),
+    (lambda *args: None, "Not yet"),
+    (None, "Not yet"),
+    (lambda *args: 1 / 0, "ZeroDivisionError"),
+])
+def test_caught_rejects_a_wrong_rule_with_a_hint(caught, hint, capsys):
+    assert not lesson_06.check_caught(caught)
+    assert hint in capsys.readouterr().out

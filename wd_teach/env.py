@@ -1,0 +1,208 @@
+"""Env: what an environment is to wd_teach, and the folder each one lives in.
+
+An environment is one folder of small files with the same names (envs/cartpole/ is the
+shortest; copy a folder to start a new one):
+
+    env.py         a class: the config (constants, with defaults and checks), one agent's
+                   observation and action spaces, and the initial state as arrays for the
+                   data store
+    step.cu        the step as CUDA C kernels, for PyCUDA
+    step_numba.py  the same kernels in Numba, line for line
+    reference.py   the same step in NumPy, vectorised over all environments at once: the
+                   CPU baseline, and the truth the kernels are checked against
+
+The three steps take the store's arrays and constants by name and change them in place, so
+the wrapper binds all three the same way. Besides its own state, every env has:
+
+    actions   per agent  int32 [envs, agents] (one discrete head), [.., heads] (several),
+                         or float32 [envs, agents, size] (continuous)  written by the caller
+    obs       per agent  float32 [envs, agents, obs_size]               written by the step
+    rewards   per agent  float32 [envs, agents]                         written by the step
+    done      per env    int32: 1 when this step ended the episode      written by the step
+    timestep  per env    int32: steps taken in the episode              the step adds 1
+
+The env makes `obs` and its state in `initial_state()`; the base class makes the rest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+from gymnasium import spaces
+
+from wd_teach.errors import EnvError
+
+OBS, ACTIONS, REWARDS, DONE, TIMESTEP = "obs", "actions", "rewards", "done", "timestep"
+
+
+def require(ok: bool, message: str) -> None:
+    """Raise EnvError(message) unless `ok`: how configs say what cannot work."""
+    if not ok:
+        raise EnvError(message)
+
+
+@dataclass(frozen=True)
+class StateArray:
+    """One array of an env's initial state, and how the store keeps it."""
+
+    data: np.ndarray
+    per: str = "agent"
+    reset: bool = True
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How far a backend's floats may be from the reference's: |got - want| <= atol +
+    rtol * |want|. Integer arrays are always compared exactly. `why` says where the
+    difference comes from, for the consistency report."""
+
+    rtol: float = 0.0
+    atol: float = 0.0
+    why: str = ""
+
+    def __str__(self) -> str:
+        text = f"|got - want| <= {self.atol:g} + {self.rtol:g} * |want|"
+        return f"{text} ({self.why})" if self.why else text
+
+
+class Env:
+    """The base of every environment: a config, spaces, an initial state and three steps.
+
+    A subclass sets `Config` (a dataclass with defaults and a `validate()` method) and
+    `step_kernels` (the kernels one step launches, in order), and writes `num_agents`,
+    `observation_space`, `action_space` and `initial_state()`. The steps are found in the
+    subclass's own folder: step.cu, step_numba.py, reference.py.
+    """
+
+    Config: ClassVar[type]
+    step_kernels: ClassVar[tuple[str, ...]]
+    #: The consistency check's tolerance for this env's floats.
+    tolerance: ClassVar[Tolerance] = Tolerance()
+    #: CUDA C files loaded before the env's own step.cu (kernels that envs share).
+    shared_cuda: ClassVar[tuple[Path, ...]] = ()
+
+    def __init__(self, config=None, **changes):
+        base = config if config is not None else self.Config()
+        if not isinstance(base, self.Config):
+            raise EnvError(f"{type(self).__name__} takes a {self.Config.__name__}, got "
+                           f"{type(base).__name__}.")
+        known = {f.name for f in dataclasses.fields(self.Config)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise EnvError(f"{self.Config.__name__} has no field {', '.join(map(repr, unknown))}"
+                           f". Its fields: {', '.join(sorted(known))}.")
+        self.config = dataclasses.replace(base, **changes)
+        self.config.validate()
+
+    # -- what a subclass says ---------------------------------------------------------------
+
+    @property
+    def num_agents(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def episode_length(self) -> int:
+        return self.config.episode_length
+
+    @property
+    def observation_space(self) -> spaces.Box:
+        """What one agent sees each step."""
+        raise NotImplementedError
+
+    @property
+    def action_space(self) -> spaces.Space:
+        """What one agent chooses each step: Discrete, MultiDiscrete or a 1-D Box."""
+        raise NotImplementedError
+
+    def initial_state(self, num_envs: int, rng: np.random.Generator) -> dict[str, StateArray]:
+        """The env's own arrays at the start of an episode, `obs` among them, for
+        `num_envs` copies. Resets come back to exactly this."""
+        raise NotImplementedError
+
+    def constants(self) -> dict[str, int | float]:
+        """Scalars the steps take by name (num_envs, num_agents, episode_length are given)."""
+        return {}
+
+    # -- the three steps, found in the subclass's folder ------------------------------------
+
+    @property
+    def folder(self) -> Path:
+        return Path(inspect.getfile(type(self))).parent
+
+    def cuda_sources(self) -> list[Path | str]:
+        """What PyCUDA loads: shared kernels first, then step.cu."""
+        return [*self.shared_cuda, self.folder / "step.cu"]
+
+    def numba_kernels(self):
+        """What the Numba backend loads: the module step_numba.py beside env.py."""
+        return self._sibling("step_numba")
+
+    def reference_step(self):
+        """The NumPy step: `step()` in reference.py beside env.py."""
+        return self._sibling("reference").step
+
+    def _sibling(self, name: str):
+        package = type(self).__module__.rpartition(".")[0]
+        return importlib.import_module(f"{package}.{name}")
+
+    # -- derived from the spaces ------------------------------------------------------------
+
+    @property
+    def obs_size(self) -> int:
+        return int(np.prod(self.observation_space.shape))
+
+    def action_shape(self, num_envs: int) -> tuple[int, ...]:
+        """The shape of `actions` for `num_envs` environments."""
+        space, lead = self.action_space, (num_envs, self.num_agents)
+        if isinstance(space, spaces.Discrete):
+            return lead
+        if isinstance(space, spaces.MultiDiscrete):
+            return (*lead, len(space.nvec))
+        return (*lead, *space.shape)
+
+    @property
+    def action_dtype(self) -> np.dtype:
+        return np.dtype(np.float32 if isinstance(self.action_space, spaces.Box) else np.int32)
+
+    def full_state(self, num_envs: int, seed: int = 0) -> dict[str, StateArray]:
+        """Every array of the store at the start: the env's own and the common ones."""
+        require(isinstance(num_envs, (int, np.integer)) and not isinstance(num_envs, bool)
+                and num_envs >= 1, f"num_envs must be a positive whole number, got {num_envs!r}.")
+        state = dict(self.initial_state(int(num_envs), np.random.default_rng(seed)))
+        if OBS not in state:
+            raise EnvError(f"{type(self).__name__}.initial_state() must return the first "
+                           f"observation as {OBS!r}.")
+        common = {
+            ACTIONS: StateArray(np.zeros(self.action_shape(num_envs), self.action_dtype),
+                                reset=False),
+            REWARDS: StateArray(np.zeros((num_envs, self.num_agents), np.float32), reset=False),
+            DONE: StateArray(np.zeros(num_envs, np.int32), per="env", reset=False),
+            TIMESTEP: StateArray(np.zeros(num_envs, np.int32), per="env", reset=True),
+        }
+        for name in common:
+            require(name not in state, f"{name!r} is made by the Env base class; leave it "
+                                       "out of initial_state().")
+        return {**state, **common}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.config})"
+
+
+def cos32(x: np.ndarray) -> np.ndarray:
+    """cos of float32 values, worked out in double precision and rounded to float32.
+
+    That is the correctly rounded answer: what the CUDA simulator gives (Python's math.cos
+    works in double), and what a GPU's cosf is within 2 units in the last place of. numpy's
+    own float32 cos may differ from it in the last bit."""
+    return np.cos(np.asarray(x, np.float64)).astype(np.float32)
+
+
+def sin32(x: np.ndarray) -> np.ndarray:
+    """sin of float32 values, correctly rounded to float32 (see cos32)."""
+    return np.sin(np.asarray(x, np.float64)).astype(np.float32)
