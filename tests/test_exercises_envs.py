@@ -6,6 +6,7 @@ import pytest
 from numba import cuda
 
 import wd_teach
+from wd_teach._simulator import simulator_on
 from wd_teach.device import nvcc_path
 from wd_teach.exercises import lesson_05, lesson_06
 from wd_teach.numba_index import agent_id, env_id
@@ -105,6 +106,9 @@ def test_parking_step_accepts_the_right_kernels(backend, capsys):
     (make_parking_step(guard=False), "if agent >= num_agents, return"),
 ])
 def test_parking_step_rejects_a_wrong_numba_kernel(kernel, hint, backend, capsys):
+    if "num_agents, return" in hint and not simulator_on():
+        pytest.skip("a missing bounds check is caught where the simulator checks indices; on a "
+                    "GPU an out-of-bounds write can land in unused memory and go unseen")
     assert not lesson_05.check_parking_step(kernel, PARKING_CU, backend)
     assert hint in capsys.readouterr().out
 
