@@ -4,12 +4,14 @@
 #   bash scripts/start.sh            # CPU or GPU; Numba everywhere
 #   EXTRAS=pycuda bash scripts/start.sh   # on a GPU machine with nvcc: PyCUDA too
 #
-# The main job checks the machine (wd-teach doctor) and steps a particle world with a
-# kernel on every backend that runs here, checked against NumPy (wd-teach demo).
+# The main job checks the machine (wd-teach doctor) and trains CartPole end to end with PPO
+# (wd-teach train): on a GPU with its kernels, on a CPU with the NumPy env at toy size (about
+# a minute on two cores). Metrics, a learning curve and a checkpoint land in runs/cartpole/.
+# `wd-teach demo` (a kernel on every backend, checked against NumPy) is still there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/venv.sh "${EXTRAS:-}"
 wd-teach doctor
-wd-teach demo
+wd-teach train cartpole --out runs/cartpole
 echo
 echo "Next: jupyter lab notebooks/   (start with 00_welcome.ipynb)"

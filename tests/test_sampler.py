@@ -298,3 +298,17 @@ def test_the_kernels_take_the_parameters_the_sampler_binds():
     sampler = Sampler(store, 2, backend="numba")
     assert isinstance(sampler.launcher, KernelLauncher)
     assert "Sampler(numba, 2 actions, 3 envs x 4 agents, seed 0, checked)" == repr(sampler)
+
+
+def test_reference_sampler_draws_what_the_kernels_draw():
+    """The NumPy backend's sampler (no kernel) and the Numba kernel on the same seed."""
+    from wd_teach.sampler_reference import ReferenceSampler
+
+    probs = torch.softmax(torch.randn(3, 4, 5, generator=torch.Generator().manual_seed(1)), -1)
+    kernel = Sampler(DataStore(3, 4, device="cpu"), [2, 3], backend="numba", seed=9)
+    twin = ReferenceSampler(DataStore(3, 4, device="cpu"), [2, 3], seed=9)
+    for _ in range(3):
+        heads = [probs[..., :2].contiguous(), probs[..., 2:].contiguous()]
+        heads = [h / h.sum(-1, keepdim=True) for h in heads]
+        assert torch.equal(kernel.sample(heads).clone(), twin.sample(heads).clone())
+    assert torch.equal(kernel.argmax(heads).clone(), twin.argmax(heads).clone())

@@ -7,6 +7,10 @@ The floors, bottom up, each with its notebook:
     launch   KernelLauncher: CUDA C (PyCUDA) or Numba kernels      (02_kernel_launch)
     sampler  Sampler: every agent's action, drawn on the device   (03_sampler)
     reset    Resetter, EpisodeLog: done envs restart; a device log (04_reset_and_log)
+    env      Env, EnvWrapper: environments stepped on the device  (05, 06)
+    trainer  Trainer: shared policies, A2C/PPO/DDPG, a rollout that
+             stays on the device, checkpoints                      (07_training)
+    lightning TrainingModule: the same training in Lightning        (08_lightning)
 
 `import wd_teach` works anywhere: without a GPU, Numba kernels run on the CUDA simulator and
 PyCUDA says plainly that it needs a GPU when it is used.
@@ -28,6 +32,7 @@ from wd_teach.device import (  # noqa: E402
 from wd_teach.episode_log import EpisodeLog, plot_episode  # noqa: E402
 from wd_teach.errors import (  # noqa: E402
     CompileError,
+    ConfigError,
     LaunchError,
     LogError,
     MissingPieceError,
@@ -35,6 +40,7 @@ from wd_teach.errors import (  # noqa: E402
     ResetError,
     SamplerError,
     StoreError,
+    TrainError,
     WdTeachError,
 )
 from wd_teach.launch import KernelLauncher, launch_geometry  # noqa: E402
@@ -48,6 +54,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BACKENDS",
     "CompileError",
+    "ConfigError",
     "DataStore",
     "EpisodeLog",
     "KernelLauncher",
@@ -60,6 +67,7 @@ __all__ = [
     "Sampler",
     "SamplerError",
     "StoreError",
+    "TrainError",
     "WdTeachError",
     "bench_sampler",
     "choose_backend",

@@ -121,3 +121,90 @@ def chi_square_test(counts, probs, alpha: float = 1e-3) -> GoodnessOfFit:
     else:
         statistic = float(((counts - expected) ** 2 / np.where(possible, expected, 1.0)).sum())
     return GoodnessOfFit(statistic, dof, chi_square_critical(dof, alpha), alpha)
+
+
+class ReferenceSampler:
+    """The Sampler's NumPy twin as an object, for environments on the NumPy backend.
+
+    There no kernel runs, so this draws with `reference_sample` instead, on the CPU: the same
+    Philox numbers, so the same actions as the kernels would draw from the same seed and
+    probabilities. It pushes the arrays the kernel Sampler pushes (probs, rng_counter,
+    rng_key, head_offsets), so a store looks the same whichever drew its actions, and has
+    the same `probs`, `head_probs`, `actions`, `sample()`, `argmax()` and `seed()`.
+    """
+
+    def __init__(self, store, num_actions, *, seed: int = 0):
+        from wd_teach.sampler import (
+            ACTIONS,
+            HEAD_OFFSETS,
+            NUM_HEADS,
+            PROBS,
+            RNG_COUNTER,
+            RNG_KEY,
+            _action_counts,
+        )
+
+        if store.device.type != "cpu":
+            raise SamplerError(f"the reference sampler draws on the CPU; this store is on "
+                               f"{store.device}. Use wd_teach.Sampler there.")
+        self.store = store
+        self.num_actions = _action_counts(num_actions)
+        self._names = (PROBS, ACTIONS, RNG_COUNTER, RNG_KEY)
+        num_envs, num_agents = store.num_envs, store.num_agents
+        offsets = np.concatenate([[0], np.cumsum(self.num_actions)]).astype(np.int32)
+        store.push(PROBS, np.zeros((num_envs, num_agents, offsets[-1]), np.float32))
+        if ACTIONS not in store:
+            heads = len(self.num_actions)
+            shape = (num_envs, num_agents) if heads == 1 else (num_envs, num_agents, heads)
+            store.push(ACTIONS, np.zeros(shape, np.int32))
+        store.push(RNG_COUNTER, np.zeros((num_envs, num_agents), np.uint32))
+        store.push(RNG_KEY, np.zeros(2, np.uint32), per="shared")
+        store.push(HEAD_OFFSETS, offsets, per="shared")
+        store.set_constant(NUM_HEADS, len(self.num_actions))
+        self.head_probs = [store[PROBS][..., begin:end]
+                           for begin, end in zip(offsets[:-1], offsets[1:], strict=True)]
+        self.seed(seed)
+
+    @property
+    def probs(self) -> torch.Tensor:
+        return self.store[self._names[0]]
+
+    @property
+    def actions(self) -> torch.Tensor:
+        return self.store[self._names[1]]
+
+    @property
+    def current_seed(self) -> int:
+        return self._seed
+
+    def seed(self, seed: int) -> None:
+        from wd_teach.rng import key_from_seed
+
+        key = key_from_seed(seed)
+        self.store[self._names[3]].numpy()[:] = key
+        self.store[self._names[2]].numpy()[:] = 0
+        self._seed = int(seed)
+
+    def sample(self, probs=None) -> torch.Tensor:
+        self._take(probs)
+        counter = self.store[self._names[2]].numpy()
+        drawn = reference_sample([p.numpy() for p in self.head_probs], self._seed, counter)
+        counter += np.uint32(1)
+        self.actions.numpy()[...] = drawn.reshape(self.actions.shape)
+        return self.actions
+
+    def argmax(self, probs=None) -> torch.Tensor:
+        self._take(probs)
+        chosen = reference_argmax([p.numpy() for p in self.head_probs])
+        self.actions.numpy()[...] = chosen.reshape(self.actions.shape)
+        return self.actions
+
+    def _take(self, probs) -> None:
+        if probs is None:
+            return
+        heads = list(probs) if isinstance(probs, (list, tuple)) else [probs]
+        if len(heads) != len(self.head_probs):
+            raise SamplerError(f"got probabilities for {len(heads)} head(s), but this "
+                               f"sampler has {len(self.head_probs)}.")
+        for tensor, buffer in zip(heads, self.head_probs, strict=True):
+            buffer.copy_(tensor)

@@ -31,6 +31,12 @@ class LessonSizes:
     animation_frames: int = 100
     #: Env steps that a throughput measurement times (05, 06).
     timed_steps: int = 50
+    #: Training (07, 08): CartPole iterations, and the Tag game trained for the animation.
+    train_iterations: int = 50
+    tag_train_envs: int = 100
+    tag_train_iterations: int = 200
+    #: Iterations the Lightning module runs, and that its overhead is timed over (08).
+    lightning_iterations: int = 20
 
     @property
     def agent_slots(self) -> int:
@@ -41,12 +47,14 @@ class LessonSizes:
 GPU_SIZES = LessonSizes(num_envs=2_000, num_agents=256, episode_length=100, num_actions=10,
                         num_heads=2, sample_launches=10, tag_taggers=10, tag_runners=100,
                         tag_nearest=10, animation_taggers=5, animation_runners=50,
-                        animation_frames=120, timed_steps=100)
+                        animation_frames=120, timed_steps=100, train_iterations=50,
+                        tag_train_envs=100, tag_train_iterations=200, lightning_iterations=20)
 #: Simulator size: a few blocks of a few threads, still more than one of each.
 CPU_SIZES = LessonSizes(num_envs=3, num_agents=4, episode_length=5, num_actions=3,
                         num_heads=2, sample_launches=60, tag_taggers=2, tag_runners=5,
                         tag_nearest=3, animation_taggers=3, animation_runners=24,
-                        animation_frames=40, timed_steps=2)
+                        animation_frames=40, timed_steps=2, train_iterations=12,
+                        tag_train_envs=4, tag_train_iterations=15, lightning_iterations=5)
 
 
 def lesson_sizes(gpu: bool | None = None) -> LessonSizes:

@@ -1,0 +1,152 @@
+"""DDPG: deep deterministic policy gradient (Lillicrap et al., 2016), continuous actions.
+
+The actor maps an observation to one action; the critic Q(obs, action) learns how good
+that is from one-step targets r + gamma * Q'(next obs, actor'(next obs)), where the primed
+networks are slowly moving copies (target networks, updated by Polyak averaging) so that
+the target does not chase itself. The actor climbs the critic: it maximises Q(obs,
+actor(obs)). Experience goes into a replay buffer, on the device like everything else,
+and each update samples minibatches from it, so old experience is learnt from again.
+Exploration is the rollout's: Ornstein-Uhlenbeck noise on the actor's action.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import torch
+
+from wd_teach.algorithms.common import flat, gradient_step
+from wd_teach.errors import ConfigError
+
+POLICY = "deterministic"
+NEEDS_NEXT_OBS = True
+
+
+@dataclass(frozen=True)
+class Config:
+    gamma: float = 0.99
+    tau: float = 0.005  # how far the target networks move towards the trained ones per step
+    batch_size: int = 256  # transitions per gradient step
+    replay_size: int = 100_000  # transitions kept; a multiple of one iteration's
+    updates_per_iteration: int = 16  # gradient steps per rollout
+    learning_starts: int = 1_000  # transitions in the buffer before the first step
+    critic_lr: float | None = None  # None: trainer.lr
+    max_grad_norm: float = 0.0  # 0: no clip
+    noise_theta: float = 0.15  # Ornstein-Uhlenbeck pull back to 0 per step
+    noise_sigma: float = 0.2  # its shock per step, in units of half the action range
+
+
+def check(config: Config, samples: int, policy: str) -> None:
+    """The replay buffer is a ring of whole rollouts: its size must be a multiple of one
+    iteration's transitions, and hold a batch."""
+    if config.replay_size % samples:
+        raise ConfigError(f"algorithm.replay_size={config.replay_size:,} is not a multiple of "
+                          f"the {samples:,} transitions policy {policy!r} adds per iteration "
+                          f"(steps x envs x its agents). Use, e.g., "
+                          f"{max(1, round(config.replay_size / samples)) * samples:,}.")
+    if config.batch_size > config.replay_size:
+        raise ConfigError(f"algorithm.batch_size={config.batch_size:,} is larger than "
+                          f"algorithm.replay_size={config.replay_size:,}.")
+
+
+class ReplayBuffer:
+    """A ring of transitions on the device. Where to write next and how full it is are
+    host integers: they follow from how many transitions went in, so reading them needs
+    no trip to the device."""
+
+    def __init__(self, capacity: int, obs_size: int, action_size: int, device):
+        self.capacity, self.position, self.size = capacity, 0, 0
+        self.obs = torch.zeros(capacity, obs_size, device=device)
+        self.actions = torch.zeros(capacity, action_size, device=device)
+        self.rewards = torch.zeros(capacity, device=device)
+        self.next_obs = torch.zeros(capacity, obs_size, device=device)
+        self.terminals = torch.zeros(capacity, device=device)
+
+    def add(self, **transitions: torch.Tensor) -> None:
+        count = next(iter(transitions.values())).shape[0]
+        for name, values in transitions.items():
+            getattr(self, name)[self.position:self.position + count] = values
+        self.position = (self.position + count) % self.capacity
+        self.size = min(self.size + count, self.capacity)
+
+    def sample(self, batch_size: int, generator: torch.Generator):
+        i = torch.randint(self.size, (batch_size,), generator=generator,
+                          device=self.obs.device)
+        return self.obs[i], self.actions[i], self.rewards[i], self.next_obs[i], self.terminals[i]
+
+    def state_dict(self) -> dict:
+        state = {name: value.clone() for name, value in vars(self).items()
+                 if isinstance(value, torch.Tensor)}
+        return {**state, "position": self.position, "size": self.size}
+
+    def load_state_dict(self, state: dict) -> None:
+        for name, value in state.items():
+            mine = getattr(self, name)
+            if isinstance(mine, torch.Tensor):
+                mine.copy_(value)
+            else:
+                setattr(self, name, value)
+
+
+def soft_update(target: torch.nn.Module, source: torch.nn.Module, tau: float) -> None:
+    """target <- (1 - tau) * target + tau * source, parameter by parameter."""
+    with torch.no_grad():
+        for mine, theirs in zip(target.parameters(), source.parameters(), strict=True):
+            mine.lerp_(theirs, tau)
+
+
+class Learner:
+    optimizer_names = ("actor_optimizer", "critic_optimizer")
+
+    def __init__(self, policy: torch.nn.Module, config: Config, lr: float,
+                 generator: torch.Generator):
+        self.policy, self.config, self.generator = policy, config, generator
+        self.target = copy.deepcopy(policy).requires_grad_(False)
+        self.actor_optimizer = torch.optim.Adam(policy.actor.parameters(), lr=lr)
+        self.critic_optimizer = torch.optim.Adam(policy.critic.parameters(),
+                                                 lr=config.critic_lr or lr)
+        self.backward = None  # None: loss.backward()
+        obs_size = policy.actor[0].in_features
+        action_size = policy.actor[-1].out_features
+        self.replay = ReplayBuffer(config.replay_size, obs_size, action_size,
+                                   policy.middle.device)
+
+    def update(self, batch) -> dict[str, torch.Tensor]:
+        c, policy, target = self.config, self.policy, self.target
+        self.replay.add(obs=flat(batch.obs), actions=flat(batch.actions),
+                        rewards=flat(batch.rewards), next_obs=flat(batch.next_obs),
+                        terminals=flat(batch.terminals))
+        sums = torch.zeros(2, device=self.replay.obs.device)
+        steps = c.updates_per_iteration if self.replay.size >= c.learning_starts else 0
+        for _ in range(steps):
+            obs, action, reward, next_obs, terminal = self.replay.sample(c.batch_size,
+                                                                         self.generator)
+            # The critic: regress Q(s, a) onto r + gamma * Q'(s', actor'(s')).
+            with torch.no_grad():
+                next_q = target.q(next_obs, target.action(next_obs))
+                wanted = reward + c.gamma * (1 - terminal) * next_q
+            critic_loss = (policy.q(obs, action) - wanted).pow(2).mean()
+            gradient_step(self.critic_optimizer, critic_loss, policy.critic.parameters(),
+                          c.max_grad_norm, self.backward)
+            # The actor: climb the critic.
+            actor_loss = -policy.q(obs, policy.action(obs)).mean()
+            gradient_step(self.actor_optimizer, actor_loss, policy.actor.parameters(),
+                          c.max_grad_norm, self.backward)
+            soft_update(target, policy, c.tau)
+            sums += torch.stack([critic_loss, actor_loss]).detach()
+        means = sums / max(steps, 1) if steps else torch.full_like(sums, float("nan"))
+        return {"value_loss": means[0], "policy_loss": means[1]}
+
+    def state_dict(self) -> dict:
+        return {"policy": self.policy.state_dict(), "target": self.target.state_dict(),
+                "actor_optimizer": self.actor_optimizer.state_dict(),
+                "critic_optimizer": self.critic_optimizer.state_dict(),
+                "replay": self.replay.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.policy.load_state_dict(state["policy"])
+        self.target.load_state_dict(state["target"])
+        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
+        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        self.replay.load_state_dict(state["replay"])

@@ -1,0 +1,102 @@
+"""PPO: proximal policy optimisation (Schulman et al., 2017), the clipped objective.
+
+A2C takes one step per rollout because after a step the rollout no longer comes from the
+policy being trained. PPO takes many (several epochs of minibatches) and stays honest with
+the ratio r = pi_new(a|s) / pi_old(a|s): the objective is min(r * A, clip(r, 1 - eps,
+1 + eps) * A), so moving an action's probability further than eps brings no more reward.
+GAE advantages, normalised per minibatch; optionally the critic's step is clipped alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from wd_teach.algorithms.common import flat, gae, gradient_step, normalize
+from wd_teach.errors import ConfigError
+
+POLICY = "stochastic"
+NEEDS_NEXT_OBS = False
+
+
+@dataclass(frozen=True)
+class Config:
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip_coef: float = 0.2  # eps: how far the ratio may move from 1
+    clip_value: bool = False  # clip the critic's change like the ratio
+    value_coef: float = 0.5
+    entropy_coef: float = 0.01
+    max_grad_norm: float = 0.5
+    epochs: int = 4  # passes over each rollout
+    num_minibatches: int = 4  # per pass; must divide every policy's samples
+    normalize_advantages: bool = True
+
+
+def check(config: Config, samples: int, policy: str) -> None:
+    """Minibatches of equal size: num_minibatches must divide the policy's samples."""
+    if samples % config.num_minibatches:
+        divisors = [d for d in range(1, min(samples, 64) + 1) if samples % d == 0]
+        raise ConfigError(f"algorithm.num_minibatches={config.num_minibatches} does not divide "
+                          f"the {samples:,} samples of policy {policy!r} per iteration "
+                          "(steps x envs x its agents). Choose one of "
+                          f"{', '.join(map(str, divisors))}, or change trainer.steps or "
+                          "env.num_envs.")
+
+
+class Learner:
+    #: The optimisers it steps, by attribute name (Lightning drives them from outside).
+    optimizer_names = ("optimizer",)
+
+    def __init__(self, policy: torch.nn.Module, config: Config, lr: float,
+                 generator: torch.Generator):
+        self.policy, self.config, self.generator = policy, config, generator
+        self.optimizer = torch.optim.Adam(policy.parameters(), lr=lr, eps=1e-5)
+        self.backward = None  # None: loss.backward()
+
+    def update(self, batch) -> dict[str, torch.Tensor]:
+        c = self.config
+        advantages, returns = gae(batch.rewards, batch.values, batch.dones, batch.last_values,
+                                  c.gamma, c.gae_lambda)
+        obs, actions = flat(batch.obs), flat(batch.actions)
+        old_log_probs, old_values = flat(batch.log_probs), flat(batch.values)
+        advantages, returns = flat(advantages), flat(returns)
+        samples = obs.shape[0]
+        size = samples // c.num_minibatches
+        sums = torch.zeros(5, device=obs.device)  # the losses, entropy, clipped fraction
+
+        for _ in range(c.epochs):
+            order = torch.randperm(samples, generator=self.generator, device=obs.device)
+            for start in range(0, samples, size):
+                i = order[start:start + size]
+                log_prob, entropy, value = self.policy.evaluate(obs[i], actions[i])
+                advantage = normalize(advantages[i]) if c.normalize_advantages else advantages[i]
+
+                # The clipped objective: the pessimistic one of the two.
+                ratio = (log_prob - old_log_probs[i]).exp()
+                clipped_ratio = ratio.clamp(1 - c.clip_coef, 1 + c.clip_coef)
+                policy_loss = -torch.min(ratio * advantage, clipped_ratio * advantage).mean()
+                value_error = (value - returns[i]).pow(2)
+                if c.clip_value:
+                    moved = old_values[i] + (value - old_values[i]).clamp(-c.clip_coef,
+                                                                          c.clip_coef)
+                    value_error = torch.max(value_error, (moved - returns[i]).pow(2))
+                value_loss = 0.5 * value_error.mean()
+                loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy.mean()
+
+                gradient_step(self.optimizer, loss, self.policy.parameters(), c.max_grad_norm,
+                              self.backward)
+                clipped = ((ratio - 1).abs() > c.clip_coef).float().mean()
+                sums += torch.stack([loss, policy_loss, value_loss, entropy.mean(),
+                                     clipped]).detach()
+        means = sums / (c.epochs * c.num_minibatches)
+        names = ("loss", "policy_loss", "value_loss", "entropy", "clip_fraction")
+        return dict(zip(names, means, strict=True))
+
+    def state_dict(self) -> dict:
+        return {"policy": self.policy.state_dict(), "optimizer": self.optimizer.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.policy.load_state_dict(state["policy"])
+        self.optimizer.load_state_dict(state["optimizer"])

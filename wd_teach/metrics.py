@@ -1,0 +1,155 @@
+"""What a training run measures, kept on the device until the end of an iteration.
+
+A rollout of a hundred steps that printed a return each step would stop the GPU a hundred
+times: `.item()`, `.cpu()` and printing a tensor all wait for every queued kernel to
+finish, then copy. So everything here is added up on the device, in tensors of a fixed
+size, and comes to the host once per iteration, in one copy (`Trainer.iterate`).
+
+EpisodeStats  episode returns and lengths (and, in Tag, runners tagged), added up as
+              episodes end, without knowing on the host which ones did.
+PhaseTimer    where the time goes (policy, sampling, env step, training). Off by default:
+              timing on a GPU needs CUDA events and one synchronisation to read them, so a
+              normal run has no timer at all.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import nullcontext
+
+import torch
+
+#: The phases of an iteration, in the order they run.
+PHASES = ("policy", "sampling", "env step", "training")
+
+
+class EpisodeStats:
+    """Sums over finished episodes, per agent, on the device.
+
+    Each step: `update(rewards, done, tags)`. Every agent's running return grows by its
+    reward; where `done` is set, the running values are added to the sums and start over.
+    All of it is arithmetic with done as 0 or 1, so no branch needs to know which
+    environments finished. `tags`: per env, how many runners are caught so far in this
+    episode (Tag), or None.
+    """
+
+    def __init__(self, num_envs: int, num_agents: int, device: torch.device):
+        zeros = lambda *shape: torch.zeros(shape, device=device)
+        self.running_return = zeros(num_envs, num_agents)
+        self.running_length = zeros(num_envs)
+        self.return_sum = zeros(num_agents)  # over finished episodes
+        self.reward_sum = zeros(num_agents)  # over every step
+        self.length_sum = zeros()
+        self.tags_sum = zeros()
+        self.episodes = zeros()
+        self.steps = 0  # steps since the last pull: a host count, known without asking
+
+    def update(self, rewards: torch.Tensor, done: torch.Tensor,
+               tags: torch.Tensor | None = None) -> None:
+        ended = done.to(self.running_return.dtype)
+        self.running_return += rewards
+        self.running_length += 1
+        self.reward_sum += rewards.sum(0)
+        self.return_sum += (self.running_return * ended[:, None]).sum(0)
+        self.length_sum += (self.running_length * ended).sum()
+        self.episodes += ended.sum()
+        if tags is not None:
+            self.tags_sum += (tags.to(ended.dtype) * ended).sum()
+        self.running_return *= 1 - ended[:, None]
+        self.running_length *= 1 - ended
+        self.steps += 1
+
+    def device_values(self, groups, num_envs: int, tags: bool) -> dict[str, torch.Tensor]:
+        """This iteration's metrics as 0-d device tensors (NaN where no episode ended):
+        per group, the mean episode return of one of its agents and the mean reward per
+        agent-step; the mean episode length; tags per episode."""
+        episodes = self.episodes
+        values = {"episodes": episodes, "episode_length": self.length_sum / episodes}
+        if tags:
+            values["tags_per_episode"] = self.tags_sum / episodes
+        for group in groups:
+            returns = group.take(self.return_sum, 0).sum()
+            rewards = group.take(self.reward_sum, 0).sum()
+            values[f"{group.name}/return"] = returns / (episodes * group.size)
+            values[f"{group.name}/reward"] = rewards / (max(self.steps, 1) * num_envs
+                                                        * group.size)
+        return values
+
+    def clear(self) -> None:
+        """Start the sums over (the running episodes go on)."""
+        for sums in (self.return_sum, self.reward_sum, self.length_sum, self.tags_sum,
+                     self.episodes):
+            sums.zero_()
+        self.steps = 0
+
+    def state_dict(self) -> dict:
+        return {name: value.clone() if isinstance(value, torch.Tensor) else value
+                for name, value in vars(self).items()}
+
+    def load_state_dict(self, state: dict) -> None:
+        for name, value in state.items():
+            mine = getattr(self, name)
+            if isinstance(mine, torch.Tensor):
+                mine.copy_(value)
+            else:
+                setattr(self, name, value)
+
+
+class PhaseTimer:
+    """Time spent in each phase of an iteration, only when `enabled`.
+
+    `with timer("policy"): ...` brackets a phase. On a GPU the brackets are CUDA events,
+    recorded into the stream with the kernels, so timing adds no waits inside the loop;
+    `pull()` waits once for the last event and reads every interval. On the CPU the
+    brackets are clock readings. Disabled, a bracket is a no-op.
+
+    `pull()` gives seconds per phase, `total` (first bracket opened to last closed) and
+    `other`: the total less the phases, the loop's own bookkeeping.
+    """
+
+    def __init__(self, device: torch.device, enabled: bool = False):
+        self.cuda = device.type == "cuda"
+        self.enabled = enabled
+        self._marks: list[tuple[str, object, object]] = []
+        self._null = nullcontext()
+
+    def __call__(self, phase: str):
+        return self._measure(phase) if self.enabled else self._null
+
+    def _now(self):
+        if not self.cuda:
+            return time.perf_counter()
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    class _Bracket:
+        def __init__(self, timer, phase):
+            self.timer, self.phase = timer, phase
+
+        def __enter__(self):
+            self.start = self.timer._now()
+
+        def __exit__(self, *exc):
+            self.timer._marks.append((self.phase, self.start, self.timer._now()))
+
+    def _measure(self, phase: str):
+        return self._Bracket(self, phase)
+
+    def pull(self) -> dict[str, float]:
+        """Seconds per phase since the last pull (one synchronisation on a GPU)."""
+        if not self._marks:
+            return {}
+        if self.cuda:
+            self._marks[-1][2].synchronize()
+            seconds = lambda a, b: a.elapsed_time(b) / 1000
+        else:
+            seconds = lambda a, b: b - a
+        times = dict.fromkeys(PHASES, 0.0)
+        for phase, start, end in self._marks:
+            times[phase] = times.get(phase, 0.0) + seconds(start, end)
+        total = seconds(self._marks[0][1], self._marks[-1][2])
+        times["other"] = max(total - sum(times.values()), 0.0)
+        times["total"] = total
+        self._marks.clear()
+        return times

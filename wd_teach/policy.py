@@ -1,0 +1,276 @@
+"""Policies: fully connected actor-critic networks, one per group of agents that share it.
+
+Agents that play the same role (every tagger of every game, say) share one network: their
+observations are rows of one batch, so a policy step for a hundred thousand agents is a few
+matrix products. A run names its groups with a mapping, policy name -> agent indices, and
+`agent_groups` checks that every agent is in exactly one group.
+
+Three kinds of policy, by the actions they make:
+
+    CategoricalActorCritic   discrete actions, one or several heads (acceleration and turn):
+                             the actor gives each head's probabilities, which the Sampler
+                             draws from on the device (A2C, PPO)
+    GaussianActorCritic      continuous actions: a Normal with a learned mean per dimension
+                             and a learned spread, drawn with torch on the device (A2C, PPO)
+    DeterministicActorCritic continuous actions: an actor that gives one action, explored
+                             around with OUNoise, and a critic Q(obs, action) (DDPG)
+
+Each has an actor and a critic of its own (no shared body): the two losses then never pull
+one set of weights two ways, and either network can change size on its own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from torch import nn
+
+from wd_teach.errors import ConfigError
+
+LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
+# -- groups of agents -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AgentGroup:
+    """The agents one policy acts for: `agents`, indices into the agent axis.
+
+    `take(tensor, dim)` and `put(tensor, dim, values)` read and write this group's part of
+    a tensor whose axis `dim` is the agent axis. A contiguous group (agents 0..9, say) is a
+    view, `narrow`, and costs nothing; any other group is a gather and a scatter on the
+    device.
+    """
+
+    name: str
+    agents: tuple[int, ...]
+    _index: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def size(self) -> int:
+        return len(self.agents)
+
+    @property
+    def contiguous(self) -> bool:
+        first = self.agents[0]
+        return self.agents == tuple(range(first, first + self.size))
+
+    def index(self, device: torch.device) -> torch.Tensor:
+        """The agents as a long tensor on `device` (made once per device)."""
+        key = str(device)
+        if key not in self._index:
+            self._index[key] = torch.tensor(self.agents, dtype=torch.long, device=device)
+        return self._index[key]
+
+    def take(self, tensor: torch.Tensor, dim: int) -> torch.Tensor:
+        if self.contiguous:
+            return tensor.narrow(dim, self.agents[0], self.size)
+        return tensor.index_select(dim, self.index(tensor.device))
+
+    def put(self, tensor: torch.Tensor, dim: int, values: torch.Tensor) -> None:
+        if self.contiguous:
+            tensor.narrow(dim, self.agents[0], self.size).copy_(values)
+        else:
+            tensor.index_copy_(dim, self.index(tensor.device), values.to(tensor.dtype))
+
+
+def agent_groups(mapping: Mapping[str, Sequence[int]], num_agents: int) -> list[AgentGroup]:
+    """Groups from a mapping policy name -> agent indices, checked: every agent of
+    0..num_agents-1 in exactly one group, no group empty."""
+    if not isinstance(mapping, Mapping) or not mapping:
+        raise ConfigError("policies: give at least one policy, as name -> agents, e.g. "
+                          "{'taggers': [0, 1], 'runners': [2, 3, 4]}.")
+    owner: dict[int, str] = {}
+    groups = []
+    for name, agents in mapping.items():
+        agents = tuple(int(a) for a in agents)
+        if not agents:
+            raise ConfigError(f"policy {name!r} has no agents. Give it some, or leave it out.")
+        for agent in agents:
+            if not 0 <= agent < num_agents:
+                raise ConfigError(f"policy {name!r} names agent {agent}, but the environment "
+                                  f"has agents 0 to {num_agents - 1}.")
+            if agent in owner:
+                twice = ("twice" if owner[agent] == name
+                         else f"in both {owner[agent]!r} and {name!r}")
+                raise ConfigError(f"agent {agent} is {twice}: every agent belongs to exactly "
+                                  "one policy.")
+            owner[agent] = name
+        groups.append(AgentGroup(str(name), tuple(sorted(agents))))
+    missing = [a for a in range(num_agents) if a not in owner]
+    if missing:
+        shown = ", ".join(map(str, missing[:10])) + (", ..." if len(missing) > 10 else "")
+        raise ConfigError(f"{len(missing)} agent(s) belong to no policy ({shown}): every agent "
+                          f"of 0 to {num_agents - 1} must be in exactly one policy.")
+    return groups
+
+
+# -- building blocks --------------------------------------------------------------------------
+
+
+def layer(n_in: int, n_out: int, gain: float = math.sqrt(2)) -> nn.Linear:
+    """A linear layer with orthogonal weights of the given gain and zero biases: the start
+    that keeps activations of a deep MLP at a steady size."""
+    linear = nn.Linear(n_in, n_out)
+    nn.init.orthogonal_(linear.weight, gain)
+    nn.init.zeros_(linear.bias)
+    return linear
+
+
+def mlp(sizes: Sequence[int], out: int, out_gain: float,
+        activation: type[nn.Module] = nn.Tanh) -> nn.Sequential:
+    """Hidden layers of `sizes` (the first is the input), each followed by `activation`,
+    then a linear output layer of `out` units."""
+    layers: list[nn.Module] = []
+    for n_in, n_out in zip(sizes[:-1], sizes[1:], strict=True):
+        layers += [layer(n_in, n_out), activation()]
+    layers.append(layer(sizes[-1], out, out_gain))
+    return nn.Sequential(*layers)
+
+
+# -- discrete actions -------------------------------------------------------------------------
+
+
+class CategoricalActorCritic(nn.Module):
+    """Discrete actions in one or several heads, and a state value.
+
+    The actor's output is every head's logits side by side; `probabilities` turns each
+    head into a softmax, which is the layout the Sampler reads ([.., sum of num_actions]).
+    Small initial actor weights make the first actions almost uniform.
+    """
+
+    def __init__(self, obs_size: int, num_actions: Sequence[int], hidden: Sequence[int]):
+        super().__init__()
+        self.num_actions = [int(n) for n in num_actions]
+        self.actor = mlp([obs_size, *hidden], sum(self.num_actions), out_gain=0.01)
+        self.critic = mlp([obs_size, *hidden], 1, out_gain=1.0)
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.critic(obs).squeeze(-1)
+
+    def logits(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.actor(obs)
+
+    def probabilities(self, logits: torch.Tensor) -> torch.Tensor:
+        """Each head's softmax, side by side along the last axis."""
+        heads = logits.split(self.num_actions, dim=-1)
+        return torch.cat([torch.softmax(h, dim=-1) for h in heads], dim=-1)
+
+    def log_prob(self, logits: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """log pi(actions): `actions` [.., heads] (long); the heads' log-probabilities add."""
+        heads = logits.split(self.num_actions, dim=-1)
+        return sum(torch.log_softmax(h, dim=-1).gather(-1, actions[..., i:i + 1]).squeeze(-1)
+                   for i, h in enumerate(heads))
+
+    def entropy(self, logits: torch.Tensor) -> torch.Tensor:
+        heads = logits.split(self.num_actions, dim=-1)
+        return sum(-(torch.softmax(h, -1) * torch.log_softmax(h, -1)).sum(-1) for h in heads)
+
+    def evaluate(self, obs: torch.Tensor, actions: torch.Tensor):
+        """(log-probability of `actions`, entropy, value): what the losses need."""
+        logits = self.logits(obs)
+        return self.log_prob(logits, actions), self.entropy(logits), self.value(obs)
+
+
+# -- continuous actions -----------------------------------------------------------------------
+
+
+class GaussianActorCritic(nn.Module):
+    """Continuous actions: a Normal(mean(obs), exp(log_std)) per action dimension, and a
+    state value. The draw is not clipped here; the rollout clips what the env receives and
+    keeps the draw itself, whose log-probability is what the losses need."""
+
+    def __init__(self, obs_size: int, action_size: int, hidden: Sequence[int],
+                 log_std: float = 0.0):
+        super().__init__()
+        self.actor = mlp([obs_size, *hidden], action_size, out_gain=0.01)
+        self.critic = mlp([obs_size, *hidden], 1, out_gain=1.0)
+        self.log_std = nn.Parameter(torch.full((action_size,), float(log_std)))
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.critic(obs).squeeze(-1)
+
+    def mean(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.actor(obs)
+
+    def evaluate(self, obs: torch.Tensor, actions: torch.Tensor):
+        """(log-probability of `actions`, entropy, value), each summed over dimensions."""
+        mean, log_std = self.actor(obs), self.log_std.expand(actions.shape)
+        log_prob = -0.5 * ((actions - mean) / log_std.exp()) ** 2 - log_std - LOG_SQRT_2PI
+        entropy = (0.5 + LOG_SQRT_2PI + log_std).sum(-1)
+        return log_prob.sum(-1), entropy, self.value(obs)
+
+
+class DeterministicActorCritic(nn.Module):
+    """DDPG's pair: an actor obs -> action, squashed into [low, high] by tanh, and a critic
+    Q(obs, action). ReLU, as DDPG's authors used."""
+
+    def __init__(self, obs_size: int, action_size: int, hidden: Sequence[int],
+                 low: Sequence[float], high: Sequence[float]):
+        super().__init__()
+        self.actor = mlp([obs_size, *hidden], action_size, out_gain=0.01, activation=nn.ReLU)
+        self.critic = mlp([obs_size + action_size, *hidden], 1, out_gain=1.0,
+                          activation=nn.ReLU)
+        low, high = (torch.as_tensor(np.asarray(v, np.float32)) for v in (low, high))
+        self.register_buffer("middle", (high + low) / 2)
+        self.register_buffer("half_range", (high - low) / 2)
+
+    def action(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.middle + self.half_range * torch.tanh(self.actor(obs))
+
+    def q(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        return self.critic(torch.cat([obs, action], dim=-1)).squeeze(-1)
+
+
+class OUNoise:
+    """Ornstein-Uhlenbeck noise, one process per (env, agent, action dimension), on the
+    device: x += theta * (0 - x) + sigma * N(0, 1). Successive values are correlated, so an
+    explored action drifts instead of jittering, which suits physical controls. `reset(done)`
+    starts the finished environments' processes again at 0."""
+
+    def __init__(self, shape: Sequence[int], device: torch.device, generator: torch.Generator,
+                 theta: float = 0.15, sigma: float = 0.2):
+        self.theta, self.sigma, self.generator = float(theta), float(sigma), generator
+        self.state = torch.zeros(tuple(shape), device=device)
+
+    def sample(self) -> torch.Tensor:
+        shock = torch.randn(self.state.shape, generator=self.generator,
+                            device=self.state.device)
+        self.state.add_(self.sigma * shock - self.theta * self.state)
+        return self.state
+
+    def reset(self, done: torch.Tensor) -> None:
+        """done: [envs] bool."""
+        keep = (~done).to(self.state.dtype).view(-1, *([1] * (self.state.dim() - 1)))
+        self.state.mul_(keep)
+
+
+# -- making the right policy for an action space ----------------------------------------------
+
+
+def action_counts(space: spaces.Space) -> list[int]:
+    """The actions of each head of a discrete space."""
+    if isinstance(space, spaces.Discrete):
+        return [int(space.n)]
+    return [int(n) for n in space.nvec]
+
+
+def make_policy(kind: str, obs_size: int, action_space: spaces.Space,
+                hidden: Sequence[int], **options) -> nn.Module:
+    """The policy of `kind` ('stochastic' or 'deterministic') for one agent's spaces."""
+    if kind == "deterministic":
+        if not isinstance(action_space, spaces.Box):
+            raise ConfigError(f"DDPG needs continuous actions (a Box), but this environment's "
+                              f"are {action_space}. Use algorithm.name: ppo or a2c.")
+        return DeterministicActorCritic(obs_size, int(np.prod(action_space.shape)), hidden,
+                                        action_space.low, action_space.high)
+    if isinstance(action_space, spaces.Box):
+        return GaussianActorCritic(obs_size, int(np.prod(action_space.shape)), hidden,
+                                   **options)
+    return CategoricalActorCritic(obs_size, action_counts(action_space), hidden)
