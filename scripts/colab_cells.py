@@ -1,0 +1,57 @@
+"""Put the Colab badge and install cell at the top of notebooks (they are made by
+wd_teach.colab from the repository URL in pyproject.toml's [project.urls] Homepage).
+
+    python scripts/colab_cells.py                      # every notebook in notebooks/
+    python scripts/colab_cells.py notebooks/07_*.ipynb # some
+    python scripts/colab_cells.py --check              # exit 1, naming each one out of date
+
+Run it after adding a notebook or changing the repository URL; tests/test_colab.py fails
+until every notebook carries the cells.
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import tomllib
+
+from wd_teach.colab import place_cells
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def repository() -> str:
+    """The repository URL: pyproject.toml's [project.urls] Homepage, the one place it lives."""
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    return pyproject["project"]["urls"]["Homepage"]
+
+
+def notebook_text(notebook: dict) -> str:
+    """A notebook as nbformat writes it, so a rewrite changes only the cells it touches."""
+    return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("notebooks", nargs="*", type=Path)
+    parser.add_argument("--check", action="store_true", help="change nothing; list stale ones")
+    args = parser.parse_args(argv)
+    paths = args.notebooks or sorted((REPO / "notebooks").glob("*.ipynb"))
+    stale = []
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        notebook = json.loads(text)
+        notebook["cells"] = place_cells(notebook["cells"], path.name, repository())
+        if notebook_text(notebook) != text:
+            stale.append(path)
+            if not args.check:
+                path.write_text(notebook_text(notebook), encoding="utf-8")
+    verb = "out of date" if args.check else "updated"
+    for path in stale:
+        print(f"{verb}: {path}")
+    return 1 if args.check and stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

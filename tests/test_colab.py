@@ -1,0 +1,173 @@
+"""Colab: every notebook opens with the badge and the install cell, and the install works."""
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tomllib
+
+from wd_teach import colab
+from wd_teach.errors import MissingPieceError
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+REPOSITORY = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["urls"]["Homepage"]
+
+
+def _text(cell):
+    return "".join(cell["source"])
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_opens_with_the_colab_badge_and_the_install_cell(path):
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    fix = "run `python scripts/colab_cells.py` to put the generated cells in"
+    assert _text(cells[0]) == colab.badge_cell(path.name, REPOSITORY), fix
+    first_code = next(cell for cell in cells if cell["cell_type"] == "code")
+    assert _text(first_code) == colab.setup_cell(REPOSITORY), fix
+
+
+def test_badge_opens_this_notebook_from_the_repository_on_colab():
+    badge = colab.badge_cell("01_data_push.ipynb", "https://github.com/someone/fork")
+    assert badge.endswith("(https://colab.research.google.com/github/someone/fork/blob/main/"
+                          "notebooks/01_data_push.ipynb)")
+    assert colab.install_source("https://github.com/someone/fork.git") == (
+        "git+https://github.com/someone/fork@main")
+    with pytest.raises(ValueError, match="github.com/OWNER/NAME"):
+        colab.badge_cell("01_data_push.ipynb", "https://example.org/wd-teach")
+
+
+def test_readme_installs_from_the_same_repository():
+    readme = (REPO / "README.md").read_text()
+    assert colab.install_source(REPOSITORY) in readme
+    badge_url = colab.badge_cell("00_welcome.ipynb", REPOSITORY).rsplit("(", 1)[1].rstrip(")")
+    assert badge_url in readme
+
+
+def test_placing_the_cells_twice_changes_nothing_and_keeps_every_other_cell():
+    title = {"cell_type": "markdown", "id": "t", "metadata": {}, "source": ["# 09 · Title"]}
+    code = {"cell_type": "code", "id": "c", "metadata": {}, "outputs": [],
+            "execution_count": None, "source": ["x = 1"]}
+    once = colab.place_cells([title, code], "09_x.ipynb", REPOSITORY)
+    assert [c["id"] for c in once] == ["colab-badge", "t", "colab-setup", "c"]
+    assert colab.place_cells(once, "09_x.ipynb", REPOSITORY) == once
+    old = {**code, "id": "old", "source": ["# On Colab (Runtime > Change runtime type > GPU), it"]}
+    replaced = colab.place_cells([title, old, code], "09_x.ipynb", REPOSITORY)
+    assert [c["id"] for c in replaced] == ["colab-badge", "t", "old", "c"]
+    assert _text(replaced[2]) == colab.setup_cell(REPOSITORY)
+
+
+def test_colab_is_recognised_by_its_module_or_its_variables():
+    assert colab.on_colab({}, {"google.colab": object()})
+    assert colab.on_colab({"COLAB_RELEASE_TAG": "release-colab_20260101"}, {})
+    assert not colab.on_colab({"HOME": "/root"}, {"sys": sys})
+
+
+@pytest.mark.parametrize("driver, nvcc, want, unwanted", [
+    ((12, 4), True, ["numba-cuda[cu12]", "nvidia-cuda-nvcc-cu12==12.4.*", "pycuda"], ["cu13"]),
+    ((13, 0), True, ["numba-cuda[cu13]", "nvidia-nvvm==13.0.*", "pycuda"], ["cu12"]),
+    ((12, 8), False, ["numba-cuda[cu12]", "nvidia-cuda-nvcc-cu12==12.8.*"], ["pycuda"]),
+])
+def test_requirements_follow_the_driver(driver, nvcc, want, unwanted):
+    requirements = " ".join(colab.colab_requirements(driver, nvcc))
+    for piece in want:
+        assert piece in requirements
+    for piece in unwanted:
+        assert piece not in requirements
+    assert "numba-cuda" in requirements and "<0.31" in requirements
+
+
+def test_a_driver_too_old_for_numba_is_refused_with_what_to_do():
+    with pytest.raises(MissingPieceError, match="CUDA 11.8.*CUDA 12 or newer.*Runtime"):
+        colab.colab_requirements((11, 8), True)
+
+
+def test_setup_on_a_gpu_runtime_installs_for_its_driver_then_runs_the_doctor(monkeypatch):
+    ran = []
+    monkeypatch.setattr(colab, "_driver_cuda_version", lambda: (12, 4))
+    monkeypatch.setattr(colab, "nvcc_path", lambda: "/usr/local/cuda/bin/nvcc")
+    monkeypatch.setattr(colab, "_run",
+                        lambda *a: ran.append(a) or subprocess.CompletedProcess(a, 0))
+    assert colab.setup_colab() == 0
+    pip, doctor = ran
+    assert pip[1:4] == ("-m", "pip", "install")
+    assert list(pip[5:]) == colab.colab_requirements((12, 4), True)
+    assert doctor[1:] == ("-m", "wd_teach.cli", "doctor")
+
+
+def test_setup_without_a_gpu_says_how_to_select_one(monkeypatch, capfd):
+    monkeypatch.setattr(colab, "_driver_cuda_version", lambda: None)
+    assert colab.setup_colab() == 0
+    out = capfd.readouterr().out
+    assert "Runtime > Change runtime type" in out and "simulator" in out
+    assert "backends that can run here: numba" in out
+
+
+def _run_cell(python, env, cwd=None):
+    return subprocess.run([python, "-c", colab.setup_cell(REPOSITORY)], capture_output=True,
+                          text=True, env=env, cwd=cwd, timeout=1200)
+
+
+def test_the_install_cell_does_nothing_off_colab():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COLAB_")}
+    done = _run_cell(sys.executable, env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (
+        "Not on Colab: nothing to install, wd-teach comes from this environment.")
+
+
+@pytest.mark.slow
+def test_the_install_cell_installs_wd_teach_into_a_fresh_environment(tmp_path):
+    """A bare Python with torch (as Colab has) runs the cell 'on Colab', installing from a copy
+    of this checkout; wd-teach then imports with every module, and the doctor runs."""
+    source = tmp_path / "source"
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "build")
+    for part in ["wd_teach", "envs"]:
+        shutil.copytree(REPO / part, source / part, ignore=ignore)
+    for part in ["pyproject.toml", "README.md"]:
+        shutil.copy(REPO / part, source / part)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+    python = str(venv / "bin" / "python")
+    torch = os.environ.get("TORCH_SPEC", "torch==2.13.0")  # as scripts/venv.sh
+    subprocess.run([python, "-m", "pip", "install", "-q", torch], check=True, timeout=1200)
+    env = {**os.environ, "COLAB_RELEASE_TAG": "wd-teach-test", "WD_TEACH_SOURCE": str(source),
+           "PYTHONPATH": "", "VIRTUAL_ENV": str(venv)}
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    done = _run_cell(python, env, cwd=tmp_path)  # not the checkout: `import wd_teach` finds it
+    assert done.returncode == 0, done.stdout + done.stderr
+    has_gpu = importlib.util.find_spec("torch") and __import__("torch").cuda.is_available()
+    if not has_gpu:
+        assert "This Colab runtime has no GPU" in done.stdout
+    assert "backends that can run here: numba" in done.stdout
+
+    # Every module of the checkout is installed (not only the top-level packages); a module
+    # that needs an optional package (e.g. Lightning) only has to be there.
+    modules = sorted({".".join((package, *p.relative_to(source / folder).with_suffix("").parts))
+                      .removesuffix(".__init__")
+                      for package, folder in [("wd_teach", "wd_teach"), ("wd_teach_envs", "envs")]
+                      for p in (source / folder).rglob("*.py")})
+    check = ("import importlib, sys; missing = []\n"
+             "for m in sys.argv[1:]:\n"
+             "    try: importlib.import_module(m)\n"
+             "    except ModuleNotFoundError as e:\n"
+             "        if e.name.startswith('wd_teach'): missing.append(f'{m}: {e}')\n"
+             "print('\\n'.join(missing)); sys.exit(bool(missing))")
+    imported = subprocess.run([python, "-c", check, *modules], capture_output=True, text=True,
+                              env=env, cwd=tmp_path, timeout=600)
+    assert imported.returncode == 0, "not installed:\n" + imported.stdout + imported.stderr
+
+    # ... and every data file (CUDA C, configs) beside them.
+    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    for package, folder in [("wd_teach", "wd_teach"), ("wd_teach_envs", "envs")]:
+        want = {p.relative_to(source / folder) for p in (source / folder).rglob("*")
+                if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
+        got = {p.relative_to(Path(site, package)) for p in Path(site, package).rglob("*")
+               if p.is_file() and "__pycache__" not in p.parts}
+        assert sorted(want - got) == [], f"{package}: the wheel leaves these out"

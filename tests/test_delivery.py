@@ -1,0 +1,241 @@
+"""The ways in stay true to pyproject.toml: the workshop image's Dockerfile, its compose file
+and room script, and the notebooks' imports (which environment.yml, kept in step with
+pyproject.toml by test_packaging.py, must be able to run)."""
+
+import ast
+import importlib.metadata
+import json
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tomllib
+import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+REPO = Path(__file__).resolve().parents[1]
+DOCKER = REPO / "docker"
+DOCKERFILE = (DOCKER / "Dockerfile").read_text()
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
+HADOLINT = (shutil.which("hadolint")
+            or shutil.which("hadolint", path=str(Path(sys.executable).parent)))
+
+
+def instructions(dockerfile: str) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) of a Dockerfile, continuation lines joined, comments dropped."""
+    lines = [line for line in dockerfile.splitlines() if not line.lstrip().startswith("#")]
+    joined = re.sub(r"\\\n", " ", "\n".join(lines))
+    return [(m.group(1).upper(), m.group(2)) for m in
+            re.finditer(r"^\s*([A-Za-z]+)\s+(.*)$", joined, re.MULTILINE)]
+
+
+@pytest.mark.skipif(HADOLINT is None, reason='hadolint is not installed: pip install -e ".[dev]"')
+def test_dockerfile_lints_clean():
+    done = subprocess.run([HADOLINT, str(DOCKER / "Dockerfile")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_dockerfile_base_is_a_cuda_devel_image_and_an_argument():
+    steps = instructions(DOCKERFILE)
+    assert steps[0][0] == "ARG" and re.fullmatch(
+        r"BASE=nvidia/cuda:1[23]\.\d+\.\d+-devel-ubuntu\d\d\.\d\d", steps[0][1])
+    assert steps[1] == ("FROM", "${BASE}")
+    assert [s for s in steps if s[0] == "FROM"] == [steps[1]]
+
+
+def test_dockerfile_proxy_arguments_do_nothing_when_unset():
+    args = dict(a.split("=", 1) for kind, a in instructions(DOCKERFILE) if kind == "ARG")
+    assert args["PIP_CERT"] == '""' and args["PIP_FIND_LINKS"] == '""'
+    install = next(a for kind, a in instructions(DOCKERFILE)
+                   if kind == "RUN" and "scripts/venv.sh" in a)
+    assert '[ -n "${PIP_CERT}" ] || unset PIP_CERT' in install
+    assert '[ -n "${PIP_FIND_LINKS}" ] || unset PIP_FIND_LINKS' in install
+
+
+def test_dockerfile_installs_python_packages_only_as_pyproject_declares():
+    """Python packages come from scripts/venv.sh (its torch pin, then `pip install -e .[extras]`),
+    never from a list in the Dockerfile; the extras it names are pyproject's."""
+    runs = [a for kind, a in instructions(DOCKERFILE) if kind == "RUN"]
+    assert not [r for r in runs if re.search(r"\bpip3?\b|\bconda\b|\btorch\b", r)]
+    install = next(r for r in runs if "scripts/venv.sh" in r)
+    assert re.search(r'(^|; *)\. scripts/venv\.sh "\$\{extras\}"', install)
+    named = set(re.findall(r"echo (\w+)", install))
+    assert named == {"pycuda", "cu13"}
+    assert named <= set(PYPROJECT["project"]["optional-dependencies"])
+    venv_sh = (REPO / "scripts" / "venv.sh").read_text()
+    assert '-e ".${1:+[$1]}"' in venv_sh and "TORCH_SPEC:-torch==" in venv_sh
+    apt = next(r for r in runs if "apt-get install" in r)
+    assert {"python3", "python3-venv", "python3-dev", "curl"} <= set(apt.split())
+
+
+def test_dockerfile_runs_jupyterlab_as_a_user_with_a_health_check():
+    steps = instructions(DOCKERFILE)
+    user = [a for kind, a in steps if kind == "USER"]
+    assert user and user[-1] not in ("root", "0", "0:0")
+    assert ("EXPOSE", "8888") in steps
+    health = next(a for kind, a in steps if kind == "HEALTHCHECK")
+    assert "entrypoint.sh" in health and health.rstrip().endswith('"health"]')
+    entrypoint = (DOCKER / "entrypoint.sh").read_text()
+    assert "/api/status" in entrypoint and "JUPYTER_TOKEN" in entrypoint
+    assert ("CMD", '["lab"]') in steps
+
+
+def test_build_context_leaves_out_what_the_image_must_not_carry():
+    ignored = (REPO / ".dockerignore").read_text().split()
+    assert {".git", ".venv", "artifacts"} <= set(ignored)
+
+
+@pytest.mark.parametrize("script", ["entrypoint.sh", "room.sh"])
+def test_shell_scripts_parse(script):
+    done = subprocess.run(["bash", "-n", str(DOCKER / script)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_compose_reserves_the_gpu_and_keeps_the_work_in_a_volume():
+    compose = yaml.safe_load((DOCKER / "compose.yaml").read_text())
+    lab = compose["services"]["lab"]
+    assert lab["build"] == {"context": "..", "dockerfile": "docker/Dockerfile"}
+    device = lab["deploy"]["resources"]["reservations"]["devices"][0]
+    assert device["driver"] == "nvidia" and device["capabilities"] == ["gpu"]
+    assert "work:/home/learner/work" in lab["volumes"][0] and "work" in compose["volumes"]
+    assert lab["ports"] == ["${WD_TEACH_PORT:-8888}:8888"]
+    assert "JUPYTER_TOKEN" in lab["environment"]
+
+
+def room(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(DOCKER / "room.sh"), *args], capture_output=True,
+                          text=True, timeout=60)
+
+
+def seat_commands(out: str) -> list[list[str]]:
+    return [shlex.split(line) for line in out.splitlines()
+            if re.match(r"(docker|podman) run", line)]
+
+
+def flag_values(command: list[str], flag: str) -> list[str]:
+    return [command[i + 1] for i, word in enumerate(command) if word == flag]
+
+
+def test_room_of_three_seats_has_distinct_ports_tokens_and_volumes():
+    done = room("--dry-run", "--host", "lab.example", "3")
+    assert done.returncode == 0, done.stderr
+    commands = seat_commands(done.stdout)
+    assert len(commands) == 3
+    ports = [flag_values(c, "--publish")[0] for c in commands]
+    tokens = [e for c in commands for e in flag_values(c, "--env")
+              if e.startswith("JUPYTER_TOKEN=")]
+    volumes = [flag_values(c, "--volume")[0].split(":")[0] for c in commands]
+    names = [flag_values(c, "--name")[0] for c in commands]
+    for values in (ports, tokens, volumes, names):
+        assert len(set(values)) == 3, values
+    assert ports == ["8801:8801", "8802:8802", "8803:8803"]
+    assert all(len(t.split("=")[1]) >= 32 for t in tokens)
+    assert all(flag_values(c, "--gpus") == ["all"] for c in commands)
+    table = done.stdout.split("\n\n")[-1].splitlines()
+    assert table[0].split() == ["seat", "port", "token", "url"]
+    for row, token in zip(table[1:], tokens, strict=True):
+        seat, port, shown, url = row.split()
+        assert shown == token.split("=")[1]
+        assert url == f"http://lab.example:{port}/lab?token={shown}"
+
+
+def test_room_gives_one_gpu_per_seat_when_asked():
+    docker = seat_commands(room("--dry-run", "--gpus", "per-seat", "3").stdout)
+    assert [flag_values(c, "--gpus") for c in docker] == [["device=0"], ["device=1"], ["device=2"]]
+    podman = seat_commands(
+        room("--dry-run", "--engine", "podman", "--gpus", "per-seat", "2").stdout)
+    assert [flag_values(c, "--device") for c in podman] == [["nvidia.com/gpu=0"],
+                                                            ["nvidia.com/gpu=1"]]
+
+
+@pytest.mark.parametrize("args, says", [
+    (["0"], "SEATS must be a number"), (["--gpus", "some", "2"], "shared or per-seat"),
+    (["--first-port", "65535", "2"], "past port 65535"),
+    (["--engine", "lxc", "1"], "docker or podman"),
+])
+def test_room_refuses_bad_input(args, says):
+    done = room("--dry-run", *args)
+    assert done.returncode == 2 and says in done.stderr
+
+
+def _imports(notebook: Path) -> set[str]:
+    found = set()
+    for cell in json.loads(notebook.read_text())["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        source = "\n".join(line for line in "".join(cell["source"]).splitlines()
+                           if not line.lstrip().startswith(("%", "!")))
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                found |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                found.add(node.module.split(".")[0])
+    return found
+
+
+def _declared_closure() -> set[str]:
+    """Distributions that pyproject's requirements (and the GPU extras) bring, transitively."""
+    project = PYPROJECT["project"]
+    extras = project["optional-dependencies"]
+    todo = [Requirement(r) for r in [*project["dependencies"], *extras["pycuda"], *extras["cu13"]]]
+    seen = set()
+    while todo:
+        name = canonicalize_name(todo.pop().name)
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            requires = importlib.metadata.requires(name) or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        todo += [r for r in map(Requirement, requires) if r.marker is None or r.marker.evaluate()]
+    return seen
+
+
+@pytest.mark.parametrize("notebook", sorted((REPO / "notebooks").glob("*.ipynb")),
+                         ids=lambda p: p.stem)
+def test_notebook_imports_only_what_pyproject_and_environment_yml_bring(notebook):
+    ours = set(PYPROJECT["tool"]["setuptools"]["packages"])
+    distributions = importlib.metadata.packages_distributions()
+    declared = _declared_closure()
+    for module in sorted(_imports(notebook) - ours - set(sys.stdlib_module_names)):
+        names = {canonicalize_name(d) for d in distributions.get(module, [module])}
+        assert names & declared, (f"{notebook.name} imports {module}, which no requirement in "
+                                  "pyproject.toml brings: add it there and to environment.yml")
+
+
+def _shipped_folders() -> dict[str, Path]:
+    """Every package a wheel must carry: each folder of wd_teach/ and envs/ with Python in it,
+    by its import name."""
+    folders = {}
+    for package, folder in [("wd_teach", "wd_teach"), ("wd_teach_envs", "envs")]:
+        for init in sorted((REPO / folder).rglob("*.py")):
+            parts = init.parent.relative_to(REPO / folder).parts
+            if "__pycache__" not in parts:
+                folders[".".join((package, *parts))] = init.parent
+    return folders
+
+
+def test_every_folder_with_python_is_a_package_the_wheel_ships():
+    listed = set(PYPROJECT["tool"]["setuptools"]["packages"])
+    missing = sorted(set(_shipped_folders()) - listed)
+    assert missing == [], f"add {missing} to [tool.setuptools] packages in pyproject.toml"
+
+
+def test_every_data_file_is_package_data():
+    """.cu, .cuh and .yaml files that the code reads must be in the wheel too."""
+    package_data = PYPROJECT["tool"]["setuptools"]["package-data"]
+    roots = {"wd_teach": REPO / "wd_teach", "wd_teach_envs": REPO / "envs"}
+    for package, root in roots.items():
+        for path in root.rglob("*"):
+            if path.suffix not in {".cu", ".cuh", ".yaml"} or "__pycache__" in path.parts:
+                continue
+            relative = path.relative_to(root)
+            assert any(relative.match(pattern) or Path("x", relative).match(pattern)
+                       for pattern in package_data.get(package, [])), (
+                f"{path.relative_to(REPO)} is not in [tool.setuptools.package-data] {package}")
