@@ -39,6 +39,11 @@ from wd_teach.sampler_reference import ReferenceSampler
 class Acting:
     """What the three kinds share: the env, the groups and their policies."""
 
+    #: Whether a rollout with this acting can be recorded as a CUDA graph: its random
+    #: numbers come from counters in device memory (the Sampler), not from a torch
+    #: generator whose state the host keeps.
+    graph_safe = False
+
     def __init__(self, wrapper, groups, policies):
         self.wrapper, self.groups, self.policies = wrapper, groups, policies
         self.store = wrapper.store
@@ -66,6 +71,8 @@ class Acting:
 
 
 class CategoricalActing(Acting):
+    graph_safe = True
+
     def __init__(self, wrapper, groups, policies, seed: int):
         super().__init__(wrapper, groups, policies)
         counts = action_counts(wrapper.action_space)
@@ -96,6 +103,8 @@ class CategoricalActing(Acting):
     def draw(self, actions, log_probs):
         drawn = self.sampler.sample().view(actions.shape)  # one launch for every agent
         actions.copy_(drawn)
+        if log_probs is None:  # not wanted (A2C works them out in its update)
+            return
         for (group, policy), logits in zip(self.pairs, self.logits, strict=True):
             group.put(log_probs, 1, policy.log_prob(logits, group.take(actions, 1)))
 
@@ -128,7 +137,8 @@ class GaussianActing(Acting):
     def draw(self, actions, log_probs):
         noise = torch.randn(self.mean.shape, generator=self.generator, device=self.device)
         torch.addcmul(self.mean, self.log_std.exp(), noise, out=actions)
-        log_probs.copy_((-0.5 * noise * noise - self.log_std - LOG_SQRT_2PI).sum(-1))
+        if log_probs is not None:
+            log_probs.copy_((-0.5 * noise * noise - self.log_std - LOG_SQRT_2PI).sum(-1))
         torch.clamp(actions, self.low, self.high, out=self.store[ACTIONS])
 
     def greedy(self):

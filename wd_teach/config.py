@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from wd_teach.errors import ConfigError, EnvError
+from wd_teach.speed import PRECISIONS
 
 CONFIG_DIR = Path(__file__).parent / "configs"
 #: Environment name -> (module, class), for the envs that ship with wd-teach.
@@ -84,6 +85,9 @@ class TrainerSection:
     seed: int = 0  # weights, initial states, actions: the whole run
     lr: float = 3e-4  # the optimisers' learning rate
     checkpoint_every: int = 0  # iterations between checkpoints; 0: only at the end
+    cuda_graphs: bool = True  # on a GPU, replay each rollout (and A2C's update) as a graph
+    precision: str = "fp32"  # the policy's matmuls: fp32, tf32 or bf16 (GPU only)
+    chunk_samples: int = 1_048_576  # the update's forward/backward in parts of this size
 
 
 @dataclass(frozen=True)
@@ -193,13 +197,16 @@ def build(raw: dict) -> TrainConfig:
     module = _algorithm_module(algorithm_name)
     algorithm = _section(module.Config, algorithm_raw, "algorithm")
     trainer = _section(TrainerSection, raw["trainer"], "trainer")
-    for key in ("iterations", "steps"):
+    for key in ("iterations", "steps", "chunk_samples"):
         if getattr(trainer, key) < 1:
             raise ConfigError(f"trainer.{key} must be at least 1, got {getattr(trainer, key)}.")
     if env.num_envs < 1:
         raise ConfigError(f"env.num_envs must be at least 1, got {env.num_envs}.")
     if trainer.lr <= 0:
         raise ConfigError(f"trainer.lr must be positive, got {trainer.lr}.")
+    if trainer.precision not in PRECISIONS:
+        raise ConfigError(f"trainer.precision must be one of {', '.join(PRECISIONS)}, got "
+                          f"{trainer.precision!r}.")
     for name, policy in policies.items():
         if not policy.hidden or min(policy.hidden) < 1:
             raise ConfigError(f"policies.{name}.hidden must list at least one positive "

@@ -9,6 +9,10 @@ Arguments are bound by name, in one place: a kernel's parameter names are looked
 store (arrays by pointer, constants by value). A CUDA C kernel's parameter types are read
 from its source and checked against the store before the first launch, so a mismatch is a
 clear Python error instead of garbage in device memory.
+
+Launches go to the stream torch is using at the time (`torch.cuda.current_stream()`), so a
+kernel is ordered with the torch operations around it, and a whole rollout (torch, PyCUDA and
+Numba work together) can be recorded as one CUDA graph on a stream made by `kernel_stream`.
 """
 
 from __future__ import annotations
@@ -151,7 +155,8 @@ class KernelLauncher:
     def launch(self, name: str, *args: str, grid: tuple[int, ...] | None = None,
                block: tuple[int, ...] | None = None) -> None:
         """Launch kernel `name`. Its arguments are its parameter names looked up in the
-        store, unless `args` names them explicitly. `grid`/`block` override the geometry."""
+        store, unless `args` names them explicitly. `grid`/`block` override the geometry.
+        The launch goes to torch's current stream on the store's device."""
         key = (name, args)
         bound = self._bound.get(key)
         if bound is None:
@@ -160,10 +165,17 @@ class KernelLauncher:
         grid = tuple(grid) if grid is not None else self.geometry.grid
         block = tuple(block) if block is not None else self.geometry.block
         kernel = self._kernels[name]
+        stream = _current_stream(self.store)
         if self.backend == "pycuda":
-            kernel.prepared_call(_dim3(grid), _dim3(block), *bound)
-        else:
+            if stream == 0:
+                kernel.prepared_call(_dim3(grid), _dim3(block), *bound)
+            else:
+                kernel.prepared_async_call(_dim3(grid), _dim3(block), _pycuda_stream(stream),
+                                           *bound)
+        elif stream == 0:
             kernel[grid, block](*bound)
+        else:
+            kernel[grid, block, _numba_stream(stream)](*bound)
 
     __call__ = launch
 
@@ -227,6 +239,59 @@ def cuda_c_argument(store: DataStore, kernel: str, param: cuda_c.Param, arg: str
         raise LaunchError(f"kernel {kernel!r} takes {param.name!r} as unsigned int, but "
                           f"constant {arg!r} is negative ({value}).")
     return {"int": np.int32, "unsigned int": np.uint32, "float": np.float32}[param.ctype](value)
+
+
+# -- streams ----------------------------------------------------------------------------------
+
+#: Streams that PyCUDA can launch on, by handle: PyCUDA cannot adopt a stream it did not make.
+_PYCUDA_STREAMS: dict[int, object] = {}
+_NUMBA_STREAMS: dict[int, object] = {}
+
+
+def kernel_stream(backend: str | None = None):
+    """A CUDA stream (a `torch.cuda.Stream`) that torch, PyCUDA and Numba all launch on.
+
+    The default stream cannot be recorded into a CUDA graph, so a graph is captured on a
+    stream of its own; inside `with torch.cuda.stream(kernel_stream(backend)):` every torch
+    op and every KernelLauncher launch goes there. For PyCUDA the stream is made by PyCUDA
+    and lent to torch (torch.cuda.ExternalStream); Numba can launch on any stream.
+    """
+    import torch
+
+    backend = choose_backend(backend)
+    if backend == "pycuda":
+        driver = cuda_c.require_pycuda()
+        stream = driver.Stream()
+        _PYCUDA_STREAMS[stream.handle] = stream
+        return torch.cuda.ExternalStream(stream.handle)
+    return torch.cuda.Stream()
+
+
+def _current_stream(store: DataStore) -> int:
+    """The handle of torch's current stream on the store's device (0: the default one)."""
+    if store.device.type != "cuda":
+        return 0
+    import torch
+
+    return torch.cuda.current_stream(store.device).cuda_stream
+
+
+def _pycuda_stream(handle: int):
+    stream = _PYCUDA_STREAMS.get(handle)
+    if stream is None:
+        raise LaunchError("a PyCUDA kernel was launched while torch's current stream is one "
+                          "PyCUDA did not make. Launch on the default stream, or on a stream "
+                          "from wd_teach.launch.kernel_stream('pycuda').")
+    return stream
+
+
+def _numba_stream(handle: int):
+    stream = _NUMBA_STREAMS.get(handle)
+    if stream is None:
+        from numba import cuda
+
+        stream = _NUMBA_STREAMS[handle] = cuda.external_stream(handle)
+    return stream
 
 
 def _dim3(dims: tuple[int, ...]) -> tuple[int, int, int]:

@@ -11,6 +11,11 @@ kernels. (On the NumPy backend, "the device" is the CPU, and the same loop runs 
 The env is stepped without its automatic reset, and the loop resets finished envs itself,
 after it has recorded what the finished episodes ended with: the observation an off-policy
 learner needs as the next state, and the runners Tag's taggers caught.
+
+On a GPU the whole rollout is recorded as one CUDA graph after its first run and replayed
+from then on (wd_teach/speed.py): the same kernels on the same memory, launched by the
+driver instead of by Python, one call for the hundred steps. A profiled rollout (the
+time breakdown) runs step by step, as written below.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from dataclasses import dataclass
 import torch
 
 from wd_teach.metrics import EpisodeStats, PhaseTimer
+from wd_teach.speed import maybe_graphed, precision_context
 
 
 @dataclass
@@ -49,7 +55,7 @@ class RolloutBuffer:
 
     def __init__(self, steps: int, num_envs: int, num_agents: int, obs_size: int,
                  action_width: int, action_dtype: torch.dtype, device: torch.device,
-                 next_obs: bool = False):
+                 next_obs: bool = False, tags: bool = False):
         per_agent = (steps, num_envs, num_agents)
         zeros = lambda shape, dtype=torch.float32: torch.zeros(shape, dtype=dtype,
                                                                device=device)
@@ -63,6 +69,7 @@ class RolloutBuffer:
         self.last_values = zeros((num_envs, num_agents))
         self.next_obs = zeros((*per_agent, obs_size)) if next_obs else None
         self.terminals = zeros((steps, num_envs)) if next_obs else None
+        self.tags = zeros((steps, num_envs)) if tags else None  # Tag: runners caught
 
     @property
     def nbytes(self) -> int:
@@ -85,14 +92,27 @@ class Rollout:
     and sampling) and an EnvWrapper made with auto_reset=False."""
 
     def __init__(self, wrapper, acting, steps: int, next_obs: bool = False,
-                 tags: torch.Tensor | None = None, num_runners: int = 0):
+                 tags: torch.Tensor | None = None, num_runners: int = 0, *,
+                 graph: bool = False, precision: str = "fp32", log_probs: bool = True):
         self.wrapper, self.acting = wrapper, acting
+        self.log_probs = log_probs  # False: the learner works them out itself (A2C)
+        self.precision = precision
         self.buffer = RolloutBuffer(steps, wrapper.num_envs, wrapper.num_agents,
                                     wrapper.env.obs_size, acting.action_width(),
-                                    acting.action_dtype(), wrapper.device, next_obs)
+                                    acting.action_dtype(), wrapper.device, next_obs,
+                                    tags=tags is not None)
         self.stats = EpisodeStats(wrapper.num_envs, wrapper.num_agents, wrapper.device)
         self.timer = PhaseTimer(wrapper.device)
         self._runners_left, self._num_runners = tags, num_runners
+        # A graph only where every step is device work on fixed memory: a GPU, and an
+        # acting whose random numbers come from the store (the sampler's Philox counters).
+        graphed = graph and wrapper.device.type == "cuda" and acting.graph_safe
+        self.graphed = graphed  # whether rollouts are replayed as a CUDA graph
+        self._graphed = maybe_graphed(graphed, self._collect, wrapper.backend,
+                                      watch=self._weights)
+
+    def _weights(self):
+        return [p for policy in self.acting.policies for p in policy.parameters()]
 
     def tags(self) -> torch.Tensor | None:
         """Tag: runners caught so far in each env's episode (before its reset)."""
@@ -100,15 +120,31 @@ class Rollout:
             return None
         return self._num_runners - self._runners_left
 
-    @torch.no_grad()
     def collect(self) -> RolloutBuffer:
+        """`steps` steps of every env into the buffer (replayed as a graph once recorded,
+        unless the timer is on)."""
+        steps_before = self.stats.steps
+        if self.timer.enabled:
+            self._collect()
+        else:
+            self._graphed()
+        # The host's step count: a replay runs none of _collect's Python.
+        self.stats.steps = steps_before + self.buffer.steps
+        return self.buffer
+
+    @torch.no_grad()
+    def _collect(self) -> RolloutBuffer:
+        with precision_context(self.precision, self.wrapper.device):
+            return self._steps()
+
+    def _steps(self) -> RolloutBuffer:
         env, acting, buffer, timer = self.wrapper, self.acting, self.buffer, self.timer
         for t in range(buffer.steps):
             buffer.obs[t].copy_(env.obs)
             with timer("policy"):
                 acting.forward(env.obs, buffer.values[t])
             with timer("sampling"):
-                acting.draw(buffer.actions[t], buffer.log_probs[t])
+                acting.draw(buffer.actions[t], buffer.log_probs[t] if self.log_probs else None)
             with timer("env step"):
                 _, rewards, done, info = env.step()  # the kernels read the store's actions
                 buffer.rewards[t].copy_(rewards)
@@ -116,9 +152,12 @@ class Rollout:
                 if buffer.next_obs is not None:
                     buffer.next_obs[t].copy_(env.obs)  # the last obs of an ended episode
                     torch.logical_and(done, ~info["truncated"], out=buffer.terminals[t])
-                self.stats.update(rewards, done, self.tags())
+                if buffer.tags is not None:
+                    torch.sub(self._num_runners, self._runners_left, out=buffer.tags[t])
                 acting.after_step(done)
                 env.reset_done()
         with timer("policy"):
             acting.forward(env.obs, buffer.last_values)  # values to bootstrap from
+        # Episode returns, lengths and tags, for the whole rollout in a few operations.
+        self.stats.add_rollout(buffer.rewards, buffer.dones, buffer.tags)
         return buffer

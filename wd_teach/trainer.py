@@ -35,6 +35,7 @@ from wd_teach.errors import TrainError
 from wd_teach.metrics import EpisodeStats
 from wd_teach.policy import agent_groups, make_policy
 from wd_teach.rollout import Rollout
+from wd_teach.speed import maybe_graphed, precision_context
 from wd_teach.wrapper import EnvWrapper
 
 CHECKPOINT_FORMAT = 1
@@ -76,6 +77,8 @@ class Trainer:
                                   auto_reset=False, check_actions=False)
         self.device = self.wrapper.device
         self.generator = torch.Generator(device=self.device).manual_seed(self.seed)
+        graphs = c.trainer.cuda_graphs and self.device.type == "cuda"
+        graph_update = graphs and getattr(self.algorithm, "GRAPH_UPDATE", False)
         self.policies = {}
         self.learners = {}
         for group in self.groups:
@@ -83,8 +86,11 @@ class Trainer:
             policy = make_policy(self.algorithm.POLICY, self.env.obs_size, self.env.action_space,
                                  spec.hidden).to(self.device)
             self.policies[group.name] = policy
-            self.learners[group.name] = self.algorithm.Learner(
-                policy, c.algorithm, spec.lr or c.trainer.lr, self.generator)
+            options = {"capturable": True} if graph_update else {}
+            learner = self.algorithm.Learner(policy, c.algorithm, spec.lr or c.trainer.lr,
+                                             self.generator, **options)
+            learner.chunk = c.trainer.chunk_samples
+            self.learners[group.name] = learner
         noise = (getattr(c.algorithm, "noise_theta", 0.15),  # DDPG's exploration
                  getattr(c.algorithm, "noise_sigma", 0.2))
         self.acting = make_acting(self.wrapper, self.groups, list(self.policies.values()),
@@ -93,7 +99,12 @@ class Trainer:
         self.rollout = Rollout(self.wrapper, self.acting, c.trainer.steps,
                                next_obs=self.algorithm.NEEDS_NEXT_OBS,
                                tags=self.wrapper.store[RUNNERS_LEFT] if tags else None,
-                               num_runners=getattr(self.env.config, "num_runners", 0))
+                               num_runners=getattr(self.env.config, "num_runners", 0),
+                               graph=graphs, precision=c.trainer.precision,
+                               log_probs=getattr(self.algorithm, "NEEDS_LOG_PROBS", True))
+        self._graph_update = graph_update
+        self._graphed_update = maybe_graphed(graph_update, self._update, self.backend,
+                                             watch=self._training_memory)
         self.has_tags = tags
         self.iteration = 0
         self.env_steps = 0
@@ -116,9 +127,7 @@ class Trainer:
         device_values = self.rollout.stats.device_values(self.groups, self.wrapper.num_envs,
                                                          self.has_tags)
         with timer("training"):
-            for group in self.groups:
-                losses = self.learners[group.name].update(buffer.group(group))
-                device_values.update({f"{group.name}/{k}": v for k, v in losses.items()})
+            device_values.update(self._update_step(buffer))
         # The one trip to the host of this iteration: every metric in one copy.
         names = list(device_values)
         values = torch.stack([v.detach().float().reshape(()) for v in device_values.values()])
@@ -134,6 +143,40 @@ class Trainer:
             row.update({f"time/{k}": v for k, v in timer.pull().items()})
         self.history.append(row)
         return row
+
+    def _update(self, buffer=None) -> dict:
+        """Each group's update from the rollout buffer; their losses, on the device."""
+        buffer = buffer or self.rollout.buffer
+        values = {}
+        with precision_context(self.config.trainer.precision, self.device):
+            for group in self.groups:
+                losses = self.learners[group.name].update(buffer.group(group))
+                values.update({f"{group.name}/{k}": v for k, v in losses.items()})
+        return values
+
+    def _update_step(self, buffer) -> dict:
+        """The update, replayed as a CUDA graph where it can be: not while a framework
+        drives the backward pass (Lightning) or gradients are averaged over GPUs."""
+        plain = all(lr.backward is None and lr.reduce is None
+                    for lr in self.learners.values())
+        if plain and self._graph_update:
+            return self._graphed_update()
+        return self._update(buffer)
+
+    def _training_memory(self) -> list[torch.Tensor]:
+        """What a recorded update reads and writes in place: weights, optimiser state."""
+        tensors = []
+        for learner in self.learners.values():
+            tensors += list(learner.policy.parameters())
+            for name in learner.optimizer_names:
+                for state in getattr(learner, name).state.values():
+                    tensors += [v for v in state.values() if isinstance(v, torch.Tensor)]
+        return tensors
+
+    @property
+    def graphed(self) -> dict[str, bool]:
+        """Which phases replay as CUDA graphs: the rollout, the update."""
+        return {"rollout": self.rollout.graphed, "update": self._graph_update}
 
     def train(self, iterations: int | None = None, *, progress: bool = True,
               profile: bool = False, out: str | Path | None = None, callback=None) -> list[dict]:

@@ -15,15 +15,15 @@ def gae(rewards: torch.Tensor, values: torch.Tensor, dones: torch.Tensor,
     it. `lam` = 1 gives the plain discounted return minus the value; `lam` = 0 the one-step
     TD error. Returns (advantages, returns = advantages + values), the critic's target.
     """
+    alive = 1.0 - dones
+    next_values = torch.cat([values[1:], last_values[None]])
+    deltas = rewards + gamma * next_values * alive - values  # every step's TD error at once
+    decay = (gamma * lam) * alive
+    # The one part that must go step by step, backwards: a = delta + decay * a_next.
     advantages = torch.empty_like(rewards)
     carried = torch.zeros_like(last_values)
-    next_values = last_values
     for t in reversed(range(rewards.shape[0])):
-        alive = 1.0 - dones[t]
-        delta = rewards[t] + gamma * next_values * alive - values[t]
-        carried = delta + gamma * lam * alive * carried
-        advantages[t] = carried
-        next_values = values[t]
+        carried = torch.addcmul(deltas[t], decay[t], carried, out=advantages[t])
     return advantages, advantages + values
 
 
@@ -33,18 +33,37 @@ def normalize(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
 
 
 def gradient_step(optimizer: torch.optim.Optimizer, loss: torch.Tensor,
-                  parameters, max_grad_norm: float | None, backward=None) -> None:
+                  parameters, max_grad_norm: float | None, backward=None,
+                  reduce=None) -> None:
     """Backpropagate `loss`, clip the gradients' global norm, step. No host round trip:
     the clip scales by min(1, max / norm) on the device. `backward(loss)` replaces
-    `loss.backward()` where a framework wants to do it (Lightning's manual_backward)."""
+    `loss.backward()` where a framework wants to do it (Lightning's manual_backward).
+    `reduce(parameters)`, if given, runs after the backward pass and before the clip: data
+    parallel training averages the gradients over the GPUs there (wd_teach.distributed)."""
     optimizer.zero_grad(set_to_none=True)
-    if backward is None:
-        loss.backward()
-    else:
-        backward(loss)
+    (backward or torch.Tensor.backward)(loss)
+    finish_step(optimizer, parameters, max_grad_norm, reduce)
+
+
+def finish_step(optimizer: torch.optim.Optimizer, parameters, max_grad_norm: float | None,
+                reduce=None) -> None:
+    """After the backward pass(es): average over GPUs, clip, step."""
+    parameters = list(parameters)
+    if reduce is not None:
+        reduce(parameters)
     if max_grad_norm:
         nn.utils.clip_grad_norm_(parameters, max_grad_norm)
     optimizer.step()
+
+
+def chunks(steps: int, per_step: int, size: int) -> list[slice]:
+    """The steps of a rollout in consecutive slices of about `size` samples (at least one
+    step each): a large batch's forward and backward in parts, so the activations of only
+    one part are in memory at a time. Slicing whole steps keeps each part a view of the
+    buffer (an agent group's samples are not contiguous across steps). The gradients of
+    the parts add up to the whole batch's when each loss is a sum / all samples."""
+    every = max(1, size // max(per_step, 1))
+    return [slice(start, min(start + every, steps)) for start in range(0, steps, every)]
 
 
 def flat(batch_tensor: torch.Tensor, dims: int = 3) -> torch.Tensor:

@@ -107,6 +107,7 @@ class Learner:
         self.critic_optimizer = torch.optim.Adam(policy.critic.parameters(),
                                                  lr=config.critic_lr or lr)
         self.backward = None  # None: loss.backward()
+        self.reduce = None  # None: these gradients alone (one GPU)
         obs_size = policy.actor[0].in_features
         action_size = policy.actor[-1].out_features
         self.replay = ReplayBuffer(config.replay_size, obs_size, action_size,
@@ -128,11 +129,11 @@ class Learner:
                 wanted = reward + c.gamma * (1 - terminal) * next_q
             critic_loss = (policy.q(obs, action) - wanted).pow(2).mean()
             gradient_step(self.critic_optimizer, critic_loss, policy.critic.parameters(),
-                          c.max_grad_norm, self.backward)
+                          c.max_grad_norm, self.backward, self.reduce)
             # The actor: climb the critic.
             actor_loss = -policy.q(obs, policy.action(obs)).mean()
             gradient_step(self.actor_optimizer, actor_loss, policy.actor.parameters(),
-                          c.max_grad_norm, self.backward)
+                          c.max_grad_norm, self.backward, self.reduce)
             soft_update(target, policy, c.tau)
             sums += torch.stack([critic_loss, actor_loss]).detach()
         means = sums / max(steps, 1) if steps else torch.full_like(sums, float("nan"))

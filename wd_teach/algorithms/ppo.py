@@ -54,6 +54,7 @@ class Learner:
         self.policy, self.config, self.generator = policy, config, generator
         self.optimizer = torch.optim.Adam(policy.parameters(), lr=lr, eps=1e-5)
         self.backward = None  # None: loss.backward()
+        self.reduce = None  # None: these gradients alone (one GPU)
 
     def update(self, batch) -> dict[str, torch.Tensor]:
         c = self.config
@@ -86,7 +87,7 @@ class Learner:
                 loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy.mean()
 
                 gradient_step(self.optimizer, loss, self.policy.parameters(), c.max_grad_norm,
-                              self.backward)
+                              self.backward, self.reduce)
                 clipped = ((ratio - 1).abs() > c.clip_coef).float().mean()
                 sums += torch.stack([loss, policy_loss, value_loss, entropy.mean(),
                                      clipped]).detach()

@@ -1,0 +1,102 @@
+"""CUDA graphs on the GPU: a replayed rollout and update do what the step-by-step loop does,
+on both kernel backends, with no host round trip, and re-record when memory moves."""
+
+import pytest
+import torch
+
+from wd_teach.launch import kernel_stream
+from wd_teach.trainer import Trainer
+
+BACKENDS = ["pycuda", "numba"]
+SMALL_TAG = ["env.num_envs=16", "env.params.num_taggers=3", "env.params.num_runners=20",
+             "env.params.num_nearest=5", "env.params.episode_length=20", "trainer.steps=20",
+             "policies.taggers.hidden=[64, 64]", "policies.runners.hidden=[64, 64]"]
+
+
+def tag(backend, *more):
+    return Trainer("tag_continuous", gpu=True, sets=[f"env.backend={backend}", *SMALL_TAG,
+                                                      *more])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_replayed_run_is_the_step_by_step_run(backend):
+    graphed, eager = tag(backend), tag(backend, "trainer.cuda_graphs=false")
+    assert graphed.graphed == {"rollout": True, "update": True}
+    assert eager.graphed == {"rollout": False, "update": False}
+    for _ in range(5):  # run, record, replay, replay, replay
+        graphed.iterate()
+        eager.iterate()
+        assert torch.equal(graphed.rollout.buffer.actions, eager.rollout.buffer.actions)
+        torch.testing.assert_close(graphed.rollout.buffer.rewards, eager.rollout.buffer.rewards)
+    assert graphed.rollout._graphed.replays >= 3 and graphed._graphed_update.replays >= 2
+    for name, policy in eager.policies.items():
+        for want, got in zip(policy.parameters(), graphed.policies[name].parameters(),
+                             strict=True):
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    for key in ("taggers/loss", "runners/entropy", "episodes"):
+        assert graphed.history[-1][key] == pytest.approx(eager.history[-1][key], rel=1e-3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_replays_never_synchronise(backend):
+    trainer = tag(backend)
+    trainer.train(3, progress=False)  # run, record, replay
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        trainer.rollout.collect()
+        trainer._update_step(trainer.rollout.buffer)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+
+
+def test_moved_weights_are_recorded_again(tmp_path):
+    """A checkpoint loaded (new optimiser state) or a policy moved to the CPU and back:
+    the recording would read freed memory, so it is made again."""
+    trainer = tag("numba")
+    trainer.train(3, progress=False)
+    path = trainer.save(tmp_path / "run.pt")
+    straight = tag("numba")
+    straight.train(5, progress=False)
+    recorded = trainer._graphed_update.graph
+    trainer.load(path)
+    for policy in trainer.policies.values():
+        policy.cpu().cuda()
+    trainer.train(2, progress=False)
+    assert trainer._graphed_update.graph is not recorded  # recorded again
+    for name, policy in straight.policies.items():
+        for want, got in zip(policy.parameters(), trainer.policies[name].parameters(),
+                             strict=True):
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("precision", ["tf32", "bf16"])
+def test_lower_precision_trains(precision):
+    trainer = tag("pycuda", f"trainer.precision={precision}")
+    before = torch.backends.cuda.matmul.allow_tf32
+    rows = trainer.train(4, progress=False)
+    assert torch.backends.cuda.matmul.allow_tf32 == before  # restored after each phase
+    assert all(torch.isfinite(torch.tensor(r["runners/loss"])) for r in rows)
+
+
+@pytest.mark.parametrize("env, sets", [
+    ("cartpole", ["env.num_envs=32", "trainer.steps=16", "env.backend=pycuda"]),
+    ("pendulum", ["env.num_envs=32", "trainer.steps=8", "algorithm.replay_size=2560"]),
+])
+def test_other_algorithms_run_with_graphs_on(env, sets):
+    """PPO replays its rollout (categorical actions); DDPG's noise comes from a torch
+    generator, so its loop stays step by step. Both train."""
+    trainer = Trainer(env, gpu=True, sets=sets)
+    trainer.train(4, progress=False)
+    assert trainer.graphed["update"] is False
+    assert trainer.graphed["rollout"] is (env == "cartpole")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_kernels_launch_on_the_current_stream(backend):
+    stream = kernel_stream(backend)
+    trainer = tag(backend, "trainer.cuda_graphs=false")
+    with torch.cuda.stream(stream):
+        trainer.train(2, progress=False)
+    torch.cuda.synchronize()
+    assert torch.isfinite(trainer.rollout.buffer.values).all()
