@@ -10,4 +10,12 @@ fi
 . "$VENV/bin/activate"
 python -m pip install -q --upgrade pip
 python -c "import torch" 2>/dev/null || python -m pip install -q "${TORCH_SPEC:-torch==2.13.0}"
-python -m pip install -q -e ".${1:+[$1]}"
+extras="${1:-}"
+# numba-cuda loads the CUDA runtime (libcudart.so.13) even to run on its simulator. Where no
+# CUDA 13 toolkit provides it (a laptop, a bare container), the cu13 extra brings it from pip.
+if [[ ",$extras," != *,cu12,* && ",$extras," != *,cu13,* && ",$extras," != *,dev,* ]] \
+    && ! ldconfig -p 2>/dev/null | grep -q 'libcudart\.so\.13' \
+    && ! ls /usr/local/cuda*/lib64/libcudart.so.13 >/dev/null 2>&1; then
+  extras="${extras:+$extras,}cu13"
+fi
+python -m pip install -q -e ".${extras:+[$extras]}"
