@@ -68,7 +68,10 @@ def test_dockerfile_installs_python_packages_only_as_pyproject_declares():
     assert named == {"pycuda", "cu13"}
     assert named <= set(PYPROJECT["project"]["optional-dependencies"])
     venv_sh = (REPO / "scripts" / "venv.sh").read_text()
-    assert '-e ".${1:+[$1]}"' in venv_sh and "TORCH_SPEC:-torch==" in venv_sh
+    assert 'extras="${1:-}"' in venv_sh and "TORCH_SPEC:-torch==" in venv_sh
+    assert '-e ".${extras:+[$extras]}"' in venv_sh  # the extras asked for (+ cu13 if needed)
+    assert set(re.findall(r'extras:\+\$extras,\}(\w+)', venv_sh)) <= set(
+        PYPROJECT["project"]["optional-dependencies"])
     apt = next(r for r in runs if "apt-get install" in r)
     assert {"python3", "python3-venv", "python3-dev", "curl"} <= set(apt.split())
 
