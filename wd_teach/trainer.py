@@ -191,11 +191,13 @@ class Trainer:
                    desc=f"{self.config.env.name} {self.config.algorithm_name}")
         for _ in bar:
             row = self.iterate(profile)
+            # First the callback: it may change the row (data-parallel runs average it
+            # over the GPUs) before the bar shows it and a checkpoint keeps it.
+            if callback is not None and callback(self, row):
+                break
             bar.set_postfix(self.summary(row), refresh=False)
             if out is not None and every and self.iteration % every == 0:
                 self.save(Path(out) / f"checkpoint_{self.iteration:05d}.pt")
-            if callback is not None and callback(self, row):
-                break
         if out is not None:
             self.save(Path(out) / "checkpoint.pt")
         return self.history
