@@ -11,6 +11,8 @@ The floors, bottom up, each with its notebook:
     trainer  Trainer: shared policies, A2C/PPO/DDPG, a rollout that
              stays on the device, checkpoints                      (07_training)
     lightning TrainingModule: the same training in Lightning        (08_lightning)
+    bench    run_bench: throughput against envs and agents;
+             autoscale: how many envs fit the GPU                 (09_scaling_up)
 
 `import wd_teach` works anywhere: without a GPU, Numba kernels run on the CUDA simulator and
 PyCUDA says plainly that it needs a GPU when it is used.
@@ -31,6 +33,7 @@ from wd_teach.device import (  # noqa: E402
 )
 from wd_teach.episode_log import EpisodeLog, plot_episode  # noqa: E402
 from wd_teach.errors import (  # noqa: E402
+    BenchError,
     CompileError,
     ConfigError,
     LaunchError,
@@ -53,6 +56,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BACKENDS",
+    "BenchError",
     "CompileError",
     "ConfigError",
     "DataStore",

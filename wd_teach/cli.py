@@ -5,7 +5,11 @@
                                every backend that runs here, checked against NumPy
     wd-teach train ENV         train on ENV (cartpole, pendulum, tag_continuous, tag_grid)
                                with its default config; metrics, a learning curve and
-                               checkpoints go to --out
+                               checkpoints go to --out; --gpus N trains on N GPUs, one
+                               process each, the gradients averaged (wd_teach.distributed);
+                               --envs auto: as many envs as fit the GPU (wd_teach.autoscale)
+    wd-teach bench [WHAT]      throughput against envs and agents: env, sampler, rollout,
+                               train or all (wd_teach.bench); a table, and JSON with --out
 """
 
 from __future__ import annotations
@@ -69,21 +73,19 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only: no window
-    from matplotlib import pyplot as plt
-
-    from wd_teach import report
     from wd_teach.trainer import Trainer
 
     overrides: dict = {}
     if args.backend:
         overrides.setdefault("env", {})["backend"] = args.backend
+    if args.envs == "auto":
+        args.envs = _auto_envs(args)
     if args.envs is not None:
         overrides.setdefault("env", {})["num_envs"] = args.envs
     if args.seed is not None:
         overrides.setdefault("trainer", {})["seed"] = args.seed
+    if args.gpus != 1:
+        return _train_data_parallel(args, overrides)
     if args.resume:
         trainer = Trainer.from_checkpoint(args.resume)
     else:
@@ -95,27 +97,94 @@ def _train(args: argparse.Namespace) -> int:
     where = "GPU" if trainer.device.type == "cuda" else "CPU"
     print(f"{trainer}\non the {where}; writing to {out}/")
     trainer.train(args.iterations, progress=not args.quiet, profile=args.profile, out=out)
+    _write_results(trainer.history, trainer.config, [g.name for g in trainer.groups], out,
+                   args.profile)
+    return 0
 
-    groups = [g.name for g in trainer.groups]
-    report.write_csv(trainer.history, out / "metrics.csv")
-    report.write_json(trainer.history, out / "metrics.json", config=trainer.config.to_dict())
-    ax = report.plot_learning_curves(trainer.history, groups,
-                                     f"{trainer.config.env.name}, "
-                                     f"{trainer.config.algorithm_name}")
+
+def _train_data_parallel(args: argparse.Namespace, overrides: dict) -> int:
+    """--gpus N: N processes, one GPU each (wd_teach.distributed); rank 0 writes."""
+    from wd_teach.config import load_config
+    from wd_teach.distributed import check_world_size, train_data_parallel
+    from wd_teach.errors import TrainError
+
+    check_world_size(args.gpus, gpu=True)
+    if args.resume:
+        raise TrainError("--resume goes on with one GPU: a checkpoint holds one rank's envs. "
+                         "Leave out --gpus, or start a new run on several GPUs.")
+    config = load_config(args.config or args.env, overrides={"env": {"name": args.env},
+                                                              **overrides}, sets=args.set)
+    out = Path(args.out or Path("runs") / config.env.name)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.yaml").write_text(config.to_yaml())
+    print(f"{config.env.name}, {config.algorithm_name}: {args.gpus} GPUs x "
+          f"{config.env.num_envs} envs, seeds {config.trainer.seed} to "
+          f"{config.trainer.seed + args.gpus - 1}; writing to {out}/")
+    history = train_data_parallel(config, args.gpus, args.iterations, out=out, gpu=True,
+                                  progress=not args.quiet, profile=args.profile)
+    _write_results(history, config, list(config.policies), out, args.profile)
+    return 0
+
+
+def _auto_envs(args: argparse.Namespace) -> int:
+    """--envs auto: the most envs whose training fits the GPU, measured (wd_teach.autoscale).
+    With --gpus N it is measured on the first GPU, and every GPU then runs that many."""
+    from wd_teach.autoscale import fit_num_envs
+
+    env = {"name": args.env, **({"backend": args.backend} if args.backend else {})}
+    print("--envs auto: measuring how many envs fit on this GPU")
+    fit = fit_num_envs(args.config or args.env, overrides={"env": env}, sets=args.set,
+                       log=lambda line: print("  " + line))
+    print(fit.describe())
+    return fit.num_envs
+
+
+def _envs_count(text: str):
+    """--envs: a positive whole number, or 'auto'."""
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"takes a positive whole number or 'auto', got {text!r}")
+    return value
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from wd_teach.bench import command
+
+    return command(args)
+
+
+def _write_results(history: list[dict], config, groups: list[str], out: Path,
+                   profile: bool) -> None:
+    """Metrics (CSV, JSON), the learning curve and the time breakdown; a summary."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no window
+    from matplotlib import pyplot as plt
+
+    from wd_teach import report
+
+    report.write_csv(history, out / "metrics.csv")
+    report.write_json(history, out / "metrics.json", config=config.to_dict())
+    ax = report.plot_learning_curves(history, groups,
+                                     f"{config.env.name}, {config.algorithm_name}")
     ax.figure.savefig(out / "learning_curve.png", dpi=100, bbox_inches="tight")
     plt.close(ax.figure)
-    if args.profile:
-        ax = report.plot_time_breakdown(trainer.history)
+    if profile:
+        ax = report.plot_time_breakdown(history)
         ax.figure.savefig(out / "time_breakdown.png", dpi=100, bbox_inches="tight")
         plt.close(ax.figure)
-    last = trainer.history[-1]
+    last = history[-1]
     for group in groups:
-        value = trainer.latest(f"{group}/return")
-        shown = "no episode ended" if value is None else f"{value:.4g}"
+        values = report.series(history, f"{group}/return")[1]
+        shown = f"{values[-1]:.4g}" if len(values) else "no episode ended"
         print(f"{group}: mean episode return {shown}")
-    print(f"{trainer.env_steps:,} env steps; last iteration {last['steps_per_second']:,.0f} "
+    print(f"{last['env_steps']:,} env steps; last iteration {last['steps_per_second']:,.0f} "
           f"env steps/s. Files: {', '.join(sorted(p.name for p in out.iterdir()))}")
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,11 +201,15 @@ def main(argv: list[str] | None = None) -> int:
     train.add_argument("env", help="cartpole, pendulum, tag_continuous or tag_grid")
     train.add_argument("--backend", choices=["pycuda", "numba", "numpy"],
                        help="default: PyCUDA or Numba on a GPU, the NumPy env on a CPU")
-    train.add_argument("--envs", type=int, help="environments stepped together")
+    train.add_argument("--envs", type=_envs_count, metavar="N|auto",
+                       help="environments stepped together; auto: as many as fit the GPU")
     train.add_argument("--iterations", type=int, help="rollout-and-update iterations")
     train.add_argument("--config", help="a YAML file laid over the env's defaults")
     train.add_argument("--out", help="output folder (default: runs/ENV)")
     train.add_argument("--seed", type=int)
+    train.add_argument("--gpus", type=int, default=1, metavar="N",
+                       help="train on N GPUs, one process each, the gradients averaged "
+                            "(default 1)")
     train.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="change one setting, e.g. --set trainer.lr=1e-3 (repeatable)")
     train.add_argument("--profile", action="store_true",
@@ -144,6 +217,25 @@ def main(argv: list[str] | None = None) -> int:
     train.add_argument("--resume", metavar="CHECKPOINT", help="go on from a checkpoint")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
     train.set_defaults(run=_train)
+    bench = commands.add_parser("bench", help="throughput against envs and agents")
+    bench.add_argument("what", nargs="?", default="all",
+                       help="env, sampler, rollout, train or all (default)")
+    bench.add_argument("--envs", metavar="N,N,..", help="numbers of environments, e.g. 1,10,100")
+    bench.add_argument("--agents", metavar="N,N,..", help="agents per env, e.g. 10,110,1000")
+    bench.add_argument("--backend", metavar="B,B,..", help="pycuda, numba and/or numpy")
+    bench.add_argument("--iterations", type=int, metavar="N", help="timed calls per row")
+    bench.add_argument("--cpu-baseline", action="store_true",
+                       help="also the same config on the CPU (NumPy env, torch on the CPU)")
+    bench.add_argument("--cpu-envs", metavar="N,N,..",
+                       help="envs of the CPU baseline (default: the smallest of --envs)")
+    bench.add_argument("--cpu-iterations", type=int, metavar="N",
+                       help="timed calls per CPU baseline row")
+    bench.add_argument("--env", default="tag_continuous", help="tag_continuous or tag_grid")
+    bench.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="change one setting of the env's config (repeatable)")
+    bench.add_argument("--out", metavar="FILE.json", help="write the results as JSON")
+    bench.add_argument("--quiet", action="store_true", help="no line per row while it runs")
+    bench.set_defaults(run=_bench)
     args = parser.parse_args(argv)
     try:
         return args.run(args)

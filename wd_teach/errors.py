@@ -51,6 +51,12 @@ class EnvError(WdTeachError, ValueError):
     runners, a negative distance), or actions of the wrong shape, dtype, range or device."""
 
 
+class TooLargeError(EnvError):
+    """Environments that cannot be made at this size: more values in an array than kernels
+    index with int, or more bytes than the GPU has free. Fewer envs or agents fit; the
+    auto-scaler (wd_teach.autoscale) takes it as "too many" and tries fewer."""
+
+
 class ConfigError(WdTeachError, ValueError):
     """A training config that cannot work: an unknown key, a value of the wrong type, a
     policy-to-agent mapping that leaves an agent out or names one twice, batch sizes that do
@@ -60,3 +66,8 @@ class ConfigError(WdTeachError, ValueError):
 class TrainError(WdTeachError, ValueError):
     """Training cannot go on as asked: a checkpoint written for another environment or
     another set of policies, or a call in the wrong order."""
+
+
+class BenchError(WdTeachError, ValueError):
+    """A throughput benchmark or an auto-scaling that cannot run as asked: an unknown
+    measurement, counts that are not positive, or a GPU on which not even one env fits."""

@@ -37,6 +37,11 @@ class LessonSizes:
     tag_train_iterations: int = 200
     #: Iterations the Lightning module runs, and that its overhead is timed over (08).
     lightning_iterations: int = 20
+    #: Throughput sweeps (09): numbers of envs and of agents per env for the env step and
+    #: the sampler, and the envs of the rollout and end-to-end training measurements.
+    bench_envs: tuple[int, ...] = (1, 10, 100, 1_000, 10_000)
+    bench_agents: tuple[int, ...] = (10, 110, 1_000)
+    bench_train_envs: tuple[int, ...] = (100, 500)
 
     @property
     def agent_slots(self) -> int:
@@ -48,13 +53,16 @@ GPU_SIZES = LessonSizes(num_envs=2_000, num_agents=256, episode_length=100, num_
                         num_heads=2, sample_launches=10, tag_taggers=10, tag_runners=100,
                         tag_nearest=10, animation_taggers=5, animation_runners=50,
                         animation_frames=120, timed_steps=100, train_iterations=50,
-                        tag_train_envs=100, tag_train_iterations=200, lightning_iterations=20)
+                        tag_train_envs=100, tag_train_iterations=200, lightning_iterations=20,
+                        bench_envs=(1, 10, 100, 1_000, 10_000), bench_agents=(10, 110, 1_000),
+                        bench_train_envs=(100, 500))
 #: Simulator size: a few blocks of a few threads, still more than one of each.
 CPU_SIZES = LessonSizes(num_envs=3, num_agents=4, episode_length=5, num_actions=3,
                         num_heads=2, sample_launches=60, tag_taggers=2, tag_runners=5,
                         tag_nearest=3, animation_taggers=3, animation_runners=24,
                         animation_frames=40, timed_steps=2, train_iterations=12,
-                        tag_train_envs=4, tag_train_iterations=15, lightning_iterations=5)
+                        tag_train_envs=4, tag_train_iterations=15, lightning_iterations=5,
+                        bench_envs=(1, 3), bench_agents=(4, 7), bench_train_envs=(2, 4))
 
 
 def lesson_sizes(gpu: bool | None = None) -> LessonSizes:

@@ -24,7 +24,7 @@ from gymnasium import spaces
 from wd_teach.data import DataStore
 from wd_teach.device import choose_backend, default_device
 from wd_teach.env import ACTIONS, DONE, OBS, REWARDS, TIMESTEP, Env
-from wd_teach.errors import EnvError
+from wd_teach.errors import EnvError, TooLargeError
 from wd_teach.launch import MAX_THREADS_PER_BLOCK, KernelLauncher, launch_geometry
 from wd_teach.reset import Resetter
 
@@ -305,14 +305,16 @@ def _check_size(env: Env, num_envs: int, device: torch.device) -> None:
     for name, array in one.items():
         size = array.data.size * (1 if array.per == "shared" else num_envs)
         if size > INT32_MAX:
-            raise EnvError(f"{name!r} would hold {size:,} values, more than the {INT32_MAX:,} "
-                           "that kernels index with int. Use fewer envs or agents.")
+            raise TooLargeError(f"{name!r} would hold {size:,} values, more than the "
+                                f"{INT32_MAX:,} that kernels index with int. Use fewer envs "
+                                "or agents.")
     if device.type != "cuda":
         return
     need = sum(a.data.nbytes * (1 if a.per == "shared" else num_envs) * (2 if a.reset else 1)
                for a in one.values())
     free, total = torch.cuda.mem_get_info(device)
     if need > free:
-        raise EnvError(f"{num_envs:,} envs of {env.num_agents:,} agents need "
-                       f"{need / 2**30:.2f} GiB on the GPU, but only {free / 2**30:.2f} of "
-                       f"{total / 2**30:.2f} GiB is free. Use fewer envs or agents.")
+        raise TooLargeError(f"{num_envs:,} envs of {env.num_agents:,} agents need "
+                            f"{need / 2**30:.2f} GiB on the GPU, but only "
+                            f"{free / 2**30:.2f} of {total / 2**30:.2f} GiB is free. Use "
+                            "fewer envs or agents.")

@@ -1,0 +1,292 @@
+"""The throughput bench at tiny size: the simulator and NumPy backends, the JSON it writes,
+the table it prints, the ratios to the CPU baseline, and bad input refused before any work."""
+
+import importlib.util
+import json
+import runpy
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import wd_teach
+from wd_teach import bench
+from wd_teach.bench import (
+    FORMAT,
+    MULTINOMIAL,
+    format_table,
+    load_results,
+    merge_results,
+    run_bench,
+    tag_params,
+    write_results,
+)
+from wd_teach.cli import main as cli
+from wd_teach.errors import BenchError, ConfigError, MissingPieceError
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+ROW_KEYS = {"what", "backend", "device", "num_envs", "num_agents", "calls", "seconds",
+            "env_steps", "baseline", "breakdown", "peak_memory_bytes", "note", "error",
+            "env_steps_per_second", "agent_steps_per_second", "ms_per_call"}
+#: Training rows on the simulator take seconds per step: two steps per rollout.
+SHORT = ["trainer.steps=2"]
+needs_cpu = pytest.mark.skipif(wd_teach.gpu_available(), reason="checks the CPU defaults")
+
+
+def script(name):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def env_results():
+    """The env step on the simulator and on NumPy, at two sizes of one game."""
+    return run_bench("env", envs=[1, 2], agents=[3], backends=["numba", "numpy"], iterations=1)
+
+
+@pytest.fixture(scope="module")
+def train_results():
+    """Training on the simulator, and the CPU baseline (NumPy env, torch on the CPU) beside
+    it, as a GPU run would have them."""
+    return run_bench("train", envs=[1], agents=[3], backends=["numba"], iterations=1,
+                     cpu_baseline=True, cpu_iterations=1, sets=SHORT)
+
+
+def test_env_rows_cover_every_backend_and_size(env_results):
+    rows = env_results["rows"]
+    assert [(r["backend"], r["num_envs"]) for r in rows] == [
+        ("numba", 1), ("numba", 2), ("numpy", 1), ("numpy", 2)]
+    for row in rows:
+        assert set(row) == ROW_KEYS
+        assert row["num_agents"] == 3 and row["calls"] == 1
+        assert row["env_steps"] == row["num_envs"]  # one step of every env
+        assert row["env_steps_per_second"] == pytest.approx(row["env_steps"] / row["seconds"])
+        assert row["agent_steps_per_second"] == pytest.approx(3 * row["env_steps_per_second"])
+    assert rows[2]["device"] == "cpu"  # NumPy runs on the CPU, GPU or not
+    if not wd_teach.gpu_available():
+        assert rows[0]["device"] == "cpu"
+        assert rows[0]["note"] == bench.SIMULATED and rows[2]["note"] == ""
+
+
+def test_ratios_divide_by_the_numpy_row_of_the_same_size(env_results):
+    ratios = env_results["ratios"]
+    assert [(r["backend"], r["num_envs"]) for r in ratios] == [("numba", 1), ("numba", 2)]
+    rows = {(r["backend"], r["num_envs"]): r for r in env_results["rows"]}
+    for ratio in ratios:
+        want = (rows["numba", ratio["num_envs"]]["env_steps_per_second"]
+                / rows["numpy", ratio["num_envs"]]["env_steps_per_second"])
+        assert ratio["ratio"] == pytest.approx(want)
+
+
+def test_train_rows_have_a_breakdown_and_a_cpu_baseline(train_results):
+    rows = train_results["rows"]
+    assert [(r["backend"], r["baseline"]) for r in rows] == [("numba", False), ("numpy", True)]
+    for row in rows:
+        assert row["env_steps"] == 2 * row["num_envs"]  # steps x envs, one iteration
+        assert set(row["breakdown"]) == {"policy", "sampling", "env step", "training", "other",
+                                         "total"}
+        assert all(seconds >= 0 for seconds in row["breakdown"].values())
+    assert [r["backend"] for r in train_results["ratios"]] == ["numba"]
+    baseline = train_results["config"]["cpu_baseline"]
+    assert baseline == {"envs": [1], "calls": {"train": 1}}
+    assert train_results["config"]["train_config"]["trainer"]["steps"] == 2
+
+
+def test_sampler_and_rollout_rows():
+    found = run_bench(["sampler", "rollout"], envs=[2], agents=[3], backends=["numba"],
+                      iterations=1, sets=SHORT)
+    assert [(r["what"], r["backend"]) for r in found["rows"]] == [
+        ("sampler", "numba"), ("sampler", MULTINOMIAL), ("rollout", "numba")]
+    sampler, _, rollout = found["rows"]
+    assert sampler["env_steps"] == 2  # one draw for every agent of both envs
+    assert rollout["env_steps"] == 2 * 2 and rollout["breakdown"] is None
+
+
+def test_results_are_plain_json_with_the_device_and_versions(env_results, tmp_path):
+    path = write_results(env_results, tmp_path / "out" / "bench.json")
+    text = path.read_text()
+    back = json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
+    assert back == load_results(path)
+    assert back["format"] == FORMAT
+    assert set(back) == {"format", "created", "device", "versions", "config", "rows", "ratios"}
+    assert {"name", "kind", "driver", "driver_cuda", "memory_gib", "gpus"} <= set(back["device"])
+    assert {"python", "torch", "torch_cuda", "numpy", "numba", "numba_cuda", "pycuda",
+            "wd_teach"} == set(
+        back["versions"])
+    if not wd_teach.gpu_available():
+        assert back["device"]["name"] == "cpu" and back["device"]["kind"] == "cpu"
+    assert back["config"]["measurements"]["env"] == {"envs": [1, 2], "agents": [3],
+                                                     "backends": ["numba", "numpy"], "calls": 1}
+
+
+def test_table_has_every_row_the_ratio_and_the_breakdown(env_results, train_results):
+    table = format_table(env_results)
+    assert "env steps/s" in table and "agent steps/s" in table and "x CPU" in table
+    assert len([line for line in table.splitlines() if line.startswith("env ")]) == 4
+    assert "Where an iteration's time goes" not in table
+    table = format_table(train_results)
+    assert "cpu (baseline)" in table
+    assert "Where an iteration's time goes" in table and "env step" in table
+    if not wd_teach.gpu_available():
+        assert f"note: {bench.SIMULATED}" in table and "no GPU" in table
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    ({"what": "evn"}, BenchError, "unknown measurement 'evn'"),
+    ({"what": []}, BenchError, "unknown measurement"),
+    ({"envs": [0]}, BenchError, "envs must be whole numbers of at least 1"),
+    ({"envs": [10, -1]}, BenchError, "at least 1"),
+    ({"envs": [2.5]}, BenchError, "whole numbers"),
+    ({"envs": []}, BenchError, "envs is empty"),
+    ({"agents": [1]}, BenchError, "a tagger and a runner"),
+    ({"backends": ["cuda"]}, BenchError, "unknown backend 'cuda'"),
+    ({"iterations": 0}, BenchError, "iterations must be a whole number of at least 1"),
+    ({"cpu_envs": [0], "cpu_baseline": True}, BenchError, "cpu_envs"),
+    ({"env": "cartpole"}, BenchError, "taggers and runners"),
+    ({"sets": ["trainer.stepz=3"]}, ConfigError, "stepz"),
+])
+def test_bad_input_is_refused_before_anything_runs(monkeypatch, kwargs, error, words):
+    monkeypatch.setattr(bench, "run_job", lambda *a: pytest.fail("a job ran"))
+    kwargs = {"what": "env", **kwargs}
+    with pytest.raises(error, match=words):
+        run_bench(kwargs.pop("what"), **kwargs)
+
+
+@needs_cpu
+def test_pycuda_without_a_gpu_says_why():
+    with pytest.raises(MissingPieceError, match="NVIDIA GPU"):
+        run_bench("env", backends=["pycuda"])
+
+
+@needs_cpu
+def test_cpu_defaults_are_small_and_run_training_on_numpy():
+    plan = bench.make_plan("all")
+    sizes = wd_teach.lesson_sizes()
+    assert {j.num_envs for j in plan.jobs if j.what == "env"} == set(sizes.bench_envs)
+    assert {j.backend for j in plan.jobs if j.what == "train"} == {"numpy"}
+    assert {j.backend for j in plan.jobs if j.what == "sampler"} == {"numba", MULTINOMIAL}
+    assert max(j.num_envs * j.num_agents for j in plan.jobs) <= 50
+
+
+def test_a_size_that_runs_out_of_memory_gives_a_row_that_says_so(monkeypatch):
+    def too_big(config, job):
+        if job.num_envs > 1:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 80 GiB")
+        return real(config, job)
+
+    real = bench.bench_env
+    monkeypatch.setattr(bench, "bench_env", too_big)
+    found = run_bench("env", envs=[1, 2], agents=[3], backends=["numpy"], iterations=1)
+    ok, failed = found["rows"]
+    assert ok["seconds"] > 0 and ok["error"] == ""
+    assert failed["seconds"] is None and failed["env_steps_per_second"] is None
+    assert failed["error"].startswith("out of memory")
+    assert "note: out of memory" in format_table(found)
+
+
+def test_other_errors_are_not_swallowed(monkeypatch):
+    monkeypatch.setattr(bench, "bench_env", lambda *a: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        run_bench("env", envs=[1], agents=[3], backends=["numpy"], iterations=1)
+
+
+@pytest.mark.parametrize("agents, want", [
+    (110, {"num_taggers": 10, "num_runners": 100, "num_nearest": 10}),
+    (1000, {"num_taggers": 91, "num_runners": 909, "num_nearest": 10}),
+    (10, {"num_taggers": 1, "num_runners": 9, "num_nearest": 9}),
+    (2, {"num_taggers": 1, "num_runners": 1, "num_nearest": 1}),
+])
+def test_a_game_has_one_tagger_for_about_ten_runners(agents, want):
+    assert tag_params(agents, {"num_nearest": 10}) == want
+
+
+def test_a_game_of_the_configs_own_size_keeps_its_split():
+    assert tag_params(7, {"num_taggers": 2, "num_runners": 5, "num_nearest": 3}) == {}
+
+
+def test_cli_prints_the_table_and_writes_json(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    assert cli(["bench", "env", "--envs", "1,2", "--agents", "3", "--backend", "numpy",
+                "--iterations", "1", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "env steps/s" in printed and f"wrote {out}" in printed
+    assert [r["num_envs"] for r in load_results(out)["rows"]] == [1, 2]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["bench", "sprint"], "unknown measurement 'sprint'"),
+    (["bench", "env", "--envs", "1,x"], "--envs takes whole numbers separated by commas"),
+    (["bench", "env", "--agents", "0"], "agents must be whole numbers of at least 2"),
+    (["bench", "env", "--backend", "opencl"], "unknown backend 'opencl'"),
+])
+def test_cli_bad_input_says_what_is_wrong(argv, words, capsys):
+    assert cli(argv) == 2
+    assert words in capsys.readouterr().err
+
+
+def test_scripts_run_the_bench_and_merge_runs(tmp_path, monkeypatch):
+    first, second, merged = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "all.json"
+    for path, backend in [(first, "numba"), (second, "numpy")]:
+        monkeypatch.setattr(sys, "argv", ["throughput.py", "env", "--envs", "1", "--agents",
+                                          "3", "--backend", backend, "--iterations", "1",
+                                          "--out", str(path), "--quiet"])
+        with pytest.raises(SystemExit) as done:
+            runpy.run_path(str(BENCH / "throughput.py"), run_name="__main__")
+        assert done.value.code == 0
+    script("merge_results").main([str(merged), str(first), str(second)])
+    result = load_results(merged)
+    assert [r["backend"] for r in result["rows"]] == ["numba", "numpy"]
+    assert [r["backend"] for r in result["ratios"]] == ["numba"]  # across the two runs
+    assert len(result["config"]["runs"]) == 2
+
+
+def test_results_of_different_devices_do_not_merge(env_results):
+    other = json.loads(json.dumps(env_results))
+    other["device"]["name"] = "NVIDIA H100 80GB HBM3"
+    with pytest.raises(BenchError, match="different devices"):
+        merge_results([env_results, other])
+    with pytest.raises(BenchError, match="nothing to merge"):
+        merge_results([])
+
+
+def test_load_refuses_what_is_not_bench_results(tmp_path):
+    with pytest.raises(BenchError, match="no benchmark results"):
+        load_results(tmp_path / "missing.json")
+    (tmp_path / "x.json").write_text('{"history": []}')
+    with pytest.raises(BenchError, match="not wd-teach benchmark results"):
+        load_results(tmp_path / "x.json")
+
+
+def test_pictures_draw_the_results(env_results, train_results):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    from wd_teach import bench_pictures as pictures
+
+    ax = pictures.plot_throughput(env_results, "env")
+    assert len(ax.lines) == 2  # numba and numpy, at 3 agents, over 1 and 2 envs
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2"]
+    ax = pictures.plot_throughput(env_results, "env", against="agents")
+    assert len(ax.lines) == 0  # one number of agents: no line to draw
+    assert len(pictures.plot_breakdown(train_results).patches) == 2 * 5  # rows x phases
+    assert len(pictures.plot_ratios(train_results).patches) == 1
+    with pytest.raises(BenchError, match="no profiled training rows"):
+        pictures.plot_breakdown(env_results)
+    with pytest.raises(BenchError, match="no ratios"):
+        pictures.plot_ratios(train_results, what="env")
+    assert pictures.describe(env_results).endswith(env_results["created"][:10])
+    plt.close("all")
+
+
+def test_the_notebooks_saved_results_are_bench_results():
+    from wd_teach.bench_pictures import REFERENCE, reference_results
+
+    saved = reference_results(Path(__file__).resolve().parents[1] / "notebooks" / REFERENCE)
+    assert saved["format"] == FORMAT
+    assert {row["what"] for row in saved["rows"]} >= {"env", "train"}
+    assert any(row["breakdown"] for row in saved["rows"]) and saved["ratios"]
