@@ -1,9 +1,7 @@
 """The checkers of lessons 07 (GAE) and 08 (a Lightning callback) say yes to a right answer
 and no, with a hint, to wrong ones; and the package's GAE agrees with 07's definition."""
 
-import importlib.util
 
-import pytest
 import torch
 
 from wd_teach.algorithms.common import gae
@@ -40,9 +38,6 @@ def test_lesson_07_checker(capsys):
     assert "ZeroDivisionError" in capsys.readouterr().out
 
 
-@pytest.mark.skipif(not any(importlib.util.find_spec(n) for n in ("lightning",
-                                                                   "pytorch_lightning")),
-                    reason="Lightning is not installed here")
 def test_lesson_08_checker(capsys):
     from wd_teach.exercises import lesson_08
     from wd_teach.lightning import pl

@@ -1,16 +1,11 @@
 """The Lightning module trains exactly as the plain Trainer does, logs, checkpoints and
-resumes. Skipped where Lightning is not installed."""
-
-import importlib.util
+resumes. (Lightning is one of wd-teach's requirements: these always run.)"""
 
 import pytest
 import torch
 
 from wd_teach.trainer import Trainer
 
-pytestmark = pytest.mark.skipif(
-    not any(importlib.util.find_spec(n) for n in ("lightning", "pytorch_lightning")),
-    reason="Lightning is not installed here")
 SMALL = ["env.num_envs=4", "trainer.steps=16", "algorithm.num_minibatches=2"]
 
 

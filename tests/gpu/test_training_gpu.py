@@ -1,7 +1,6 @@
 """Training end to end on a GPU, on both kernel backends: the shapes are right, nothing is
 NaN, the time breakdown adds up, and the rollout makes no host round trip."""
 
-import importlib.util
 import math
 
 import pytest
@@ -13,8 +12,6 @@ BACKENDS = ["pycuda", "numba"]
 SMALL_TAG = ["env.num_envs=16", "env.params.num_taggers=3", "env.params.num_runners=20",
              "env.params.num_nearest=5", "env.params.episode_length=20", "trainer.steps=20",
              "policies.taggers.hidden=[64, 64]", "policies.runners.hidden=[64, 64]"]
-HAS_LIGHTNING = any(importlib.util.find_spec(name) for name in ("lightning",
-                                                                 "pytorch_lightning"))
 
 
 def tag_trainer(backend, *more):
@@ -91,7 +88,6 @@ def test_resume_on_the_gpu(tmp_path):
             torch.testing.assert_close(want, got)
 
 
-@pytest.mark.skipif(not HAS_LIGHTNING, reason="Lightning is not installed here")
 def test_lightning_module_on_the_gpu(tmp_path):
     from wd_teach.lightning import TrainingModule, make_lightning_trainer, measure_overhead
 
