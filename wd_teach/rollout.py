@@ -114,12 +114,6 @@ class Rollout:
     def _weights(self):
         return [p for policy in self.acting.policies for p in policy.parameters()]
 
-    def tags(self) -> torch.Tensor | None:
-        """Tag: runners caught so far in each env's episode (before its reset)."""
-        if self._runners_left is None:
-            return None
-        return self._num_runners - self._runners_left
-
     def collect(self) -> RolloutBuffer:
         """`steps` steps of every env into the buffer (replayed as a graph once recorded,
         unless the timer is on)."""
