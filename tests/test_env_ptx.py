@@ -3,28 +3,13 @@ compile without a fused multiply-add or a double-precision step: what lets its b
 bit for bit (wd_teach/cuda/tag.cuh says why). NVVM needs no GPU to write PTX, so this runs in
 CI, in a fresh process with the simulator off, for the argument types the wrapper passes."""
 
-import subprocess
-import sys
-import textwrap
+from ptx_harness import compile_in_fresh_process
 
-import pytest
-
-SCRIPT = textwrap.dedent("""
+SCRIPT = """
     import inspect
-    import os
-    os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
-    from types import SimpleNamespace
 
     import numpy as np
-    from numba import cuda, types
     from numba.np import numpy_support
-    import numba.cuda.dispatcher as dispatcher
-
-    # Device functions ask the current GPU for its compute capability; there may be none.
-    try:
-        cuda.get_current_device()
-    except Exception:
-        dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=(8, 0))
 
     from wd_teach_envs.cartpole import CartPole
     from wd_teach_envs.pendulum import Pendulum
@@ -54,14 +39,8 @@ SCRIPT = textwrap.dedent("""
                 assert "fma.rn.f32" not in ptx, f"{name} fuses a multiply-add"
                 assert ".f64" not in ptx, f"{name} computes in float64"
     print("compiled")
-""")
+"""
 
 
 def test_env_kernels_compile_to_ptx_for_a_gpu():
-    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                          timeout=300)
-    if done.returncode != 0 and ("NvvmSupportError" in done.stderr
-                                 or "libnvvm" in done.stderr.lower()):
-        pytest.skip("Numba's CUDA compiler (NVVM) is not installed here")
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "compiled" in done.stdout
+    compile_in_fresh_process(SCRIPT)

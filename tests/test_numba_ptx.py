@@ -6,26 +6,9 @@ Numba's compiler (NVVM) needs no GPU to write PTX, so this runs in CI: in a fres
 with the simulator off, compiling each kernel for the argument types the launcher passes.
 """
 
-import subprocess
-import sys
-import textwrap
+from ptx_harness import compile_in_fresh_process
 
-import pytest
-
-SCRIPT = textwrap.dedent("""
-    import os
-    os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
-    from types import SimpleNamespace
-
-    from numba import cuda, types
-    import numba.cuda.dispatcher as dispatcher
-
-    # Device functions ask the current GPU for its compute capability; there may be none.
-    try:
-        cuda.get_current_device()
-    except Exception:
-        dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=(8, 0))
-
+SCRIPT = """
     from wd_teach import reset_numba, sampler_numba
 
     def compile(kernel, *args):
@@ -53,14 +36,8 @@ SCRIPT = textwrap.dedent("""
             compile(getattr(reset_numba, name), array, array, done, types.int32)
     compile(reset_numba.clear_done, done)
     print("compiled")
-""")
+"""
 
 
 def test_numba_kernels_compile_to_ptx_for_a_gpu():
-    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                          timeout=300)
-    if done.returncode != 0 and ("NvvmSupportError" in done.stderr
-                                 or "libnvvm" in done.stderr.lower()):
-        pytest.skip("Numba's CUDA compiler (NVVM) is not installed here")
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "compiled" in done.stdout
+    compile_in_fresh_process(SCRIPT)
