@@ -16,9 +16,10 @@ import numpy as np
 
 from wd_teach import cuda_c
 from wd_teach.data import DataStore
-from wd_teach.device import choose_backend, discover, nvcc_path
-from wd_teach.errors import CompileError, WdTeachError
-from wd_teach.launch import KernelLauncher, cuda_c_argument, launch_geometry
+from wd_teach.device import choose_backend, discover
+from wd_teach.errors import WdTeachError
+from wd_teach.exercises.cuda_c_check import LABEL, bind_and_compile
+from wd_teach.launch import KernelLauncher, launch_geometry
 from wd_teach.sizes import lesson_sizes
 
 PARAMETERS = "pos, vel, dt, num_agents"
@@ -120,33 +121,15 @@ def _run_both_shapes(kernel, backend: str, label: str) -> bool:
 
 def _compile_only(source) -> bool:
     """Where PyCUDA cannot run: compile with nvcc and bind the parameters by name."""
-    label = "CUDA C kernel"
     try:
         text = cuda_c.read_source(source)
         signatures = cuda_c.kernel_signatures(text)
-        if len(signatures) != 1:
-            print(f'{label}: found {len(signatures)} extern "C" __global__ kernels; give one.')
-            return False
-        (kernel, params), = signatures.items()
-        store = make_store()
-        for param in params:
-            if param.name not in store:
-                print(f"{label}: kernel {kernel!r} needs {param.name!r}, but the store has no "
-                      f"array or constant of that name.\nHint: the parameters are {PARAMETERS}, "
-                      "named as in the store.")
-                return False
-            cuda_c_argument(store, kernel, param, param.name)
-        if nvcc_path() is None:
-            print(f"{label}: its parameters match the store, but neither PyCUDA (it needs a "
-                  "GPU) nor nvcc is here, so it was neither run nor compiled.")
-            return True
-        cuda_c.ptx(text)
-    except CompileError as err:
-        print(f"{label}: {err}")
-        return False
     except WdTeachError as err:
-        print(f"{label}: {err}")
+        print(f"{LABEL}: {err}")
         return False
-    print(f"{label}: compiles with nvcc and its parameters match the store. PyCUDA needs a "
-          "GPU to run it, so its arithmetic is checked only on a GPU.")
-    return True
+    if len(signatures) != 1:
+        print(f'{LABEL}: found {len(signatures)} extern "C" __global__ kernels; give one.')
+        return False
+    (kernel, params), = signatures.items()
+    return bind_and_compile(text, f"kernel {kernel!r}", params, make_store(),
+                            f"the parameters are {PARAMETERS}, named as in the store.")

@@ -23,10 +23,11 @@ from gymnasium import spaces
 
 from wd_teach import cuda_c
 from wd_teach.consistency import check_consistency
-from wd_teach.device import choose_backend, discover, nvcc_path
+from wd_teach.device import choose_backend, discover
 from wd_teach.env import OBS, Env, StateArray, Tolerance, require
-from wd_teach.errors import CompileError, WdTeachError
-from wd_teach.launch import MAX_THREADS_PER_BLOCK, cuda_c_argument
+from wd_teach.errors import WdTeachError
+from wd_teach.exercises.cuda_c_check import LABEL, bind_and_compile
+from wd_teach.launch import MAX_THREADS_PER_BLOCK
 from wd_teach.sizes import lesson_sizes
 from wd_teach.wrapper import EnvWrapper
 
@@ -194,30 +195,16 @@ def _run_beside_reference(numba_kernel, cuda_c_source, backend: str, label: str)
 
 def _compile_only(source) -> bool:
     """Where PyCUDA cannot run: bind the parameters by name and compile with nvcc."""
-    label = "CUDA C kernel"
     try:
         text = cuda_c.read_source(source)
         signatures = cuda_c.kernel_signatures(text)
-        if list(signatures) != ["parking_step"]:
-            print(f'{label}: found extern "C" __global__ kernels {list(signatures)}; write '
-                  "one, named parking_step.")
-            return False
-        wrapper = EnvWrapper(ParkingLine(), 1, "numpy")
-        for param in signatures["parking_step"]:
-            if param.name not in wrapper.store:
-                print(f"{label}: parking_step needs {param.name!r}, but the store has no "
-                      f"array or constant of that name.\nHint: the parameters are "
-                      f"{PARAMETERS}.")
-                return False
-            cuda_c_argument(wrapper.store, "parking_step", param, param.name)
-        if nvcc_path() is None:
-            print(f"{label}: its parameters match the store, but neither PyCUDA (it needs a "
-                  "GPU) nor nvcc is here, so it was neither run nor compiled.")
-            return True
-        cuda_c.ptx(text)
-    except (CompileError, WdTeachError) as err:
-        print(f"{label}: {err}")
+    except WdTeachError as err:
+        print(f"{LABEL}: {err}")
         return False
-    print(f"{label}: compiles with nvcc and its parameters match the store. PyCUDA needs a "
-          "GPU to run it, so its arithmetic is checked only on a GPU.")
-    return True
+    if list(signatures) != ["parking_step"]:
+        print(f'{LABEL}: found extern "C" __global__ kernels {list(signatures)}; write one, '
+              "named parking_step.")
+        return False
+    store = EnvWrapper(ParkingLine(), 1, "numpy").store
+    return bind_and_compile(text, "parking_step", signatures["parking_step"], store,
+                            f"the parameters are {PARAMETERS}.")
