@@ -47,6 +47,13 @@ def require(ok: bool, message: str) -> None:
         raise EnvError(message)
 
 
+def require_positive(config, *names: str) -> None:
+    """Each of the config's fields `names` above zero, or an EnvError that names it."""
+    for name in names:
+        value = getattr(config, name)
+        require(value > 0, f"{name} must be positive, got {value}.")
+
+
 @dataclass(frozen=True)
 class StateArray:
     """One array of an env's initial state, and how the store keeps it."""

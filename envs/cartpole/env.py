@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from gymnasium import spaces
 
-from wd_teach.env import OBS, Env, StateArray, Tolerance, require
+from wd_teach.env import OBS, Env, StateArray, Tolerance, require, require_positive
 
 
 @dataclass(frozen=True)
@@ -32,10 +32,8 @@ class CartPoleConfig:
     def validate(self) -> None:
         require(self.episode_length >= 1, f"episode_length must be at least 1, got "
                                           f"{self.episode_length}.")
-        for name in ("mass_cart", "mass_pole", "half_pole_length", "tau", "x_threshold",
-                     "theta_threshold"):
-            value = getattr(self, name)
-            require(value > 0, f"{name} must be positive, got {value}.")
+        require_positive(self, "mass_cart", "mass_pole", "half_pole_length", "tau",
+                         "x_threshold", "theta_threshold")
         require(self.start_range >= 0, f"start_range must be >= 0, got {self.start_range}.")
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from gymnasium import spaces
 
-from wd_teach.env import OBS, Env, StateArray, Tolerance, require
+from wd_teach.env import OBS, Env, StateArray, Tolerance, require, require_positive
 from wd_teach_envs.pendulum.reference import observe
 
 
@@ -32,9 +32,7 @@ class PendulumConfig:
     def validate(self) -> None:
         require(self.episode_length >= 1, f"episode_length must be at least 1, got "
                                           f"{self.episode_length}.")
-        for name in ("max_speed", "max_torque", "dt", "mass", "length"):
-            value = getattr(self, name)
-            require(value > 0, f"{name} must be positive, got {value}.")
+        require_positive(self, "max_speed", "max_torque", "dt", "mass", "length")
 
 
 class Pendulum(Env):
