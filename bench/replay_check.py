@@ -1,0 +1,67 @@
+"""Does a CUDA-graph run do what the step-by-step run does? Where do they part, and why?
+
+Two trainers from the same seed, one replaying its rollout and update as CUDA graphs, one
+step by step, run side by side. For every iteration this prints whether the actions agree
+bit for bit, how many differ, the first step where one does, and how far the weights are
+apart after the update. Run it per precision: fp32 must agree exactly; tf32 and bf16 round
+differently when cuBLAS picks other kernels under capture, and a draw near a boundary then
+flips, after which the two runs are different runs.
+
+    python bench/replay_check.py --backend pycuda --precision fp32 --repeats 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import torch
+
+from wd_teach.trainer import Trainer
+
+SMALL_TAG = ["env.num_envs=16", "env.params.num_taggers=3", "env.params.num_runners=20",
+             "env.params.num_nearest=5", "env.params.episode_length=20", "trainer.steps=20",
+             "policies.taggers.hidden=[64, 64]", "policies.runners.hidden=[64, 64]"]
+
+
+def compare(backend: str, precision: str, iterations: int, seed: int) -> list[dict]:
+    sets = [f"env.backend={backend}", f"trainer.precision={precision}",
+            f"trainer.seed={seed}", *SMALL_TAG]
+    graphed = Trainer("tag_continuous", gpu=True, sets=sets)
+    eager = Trainer("tag_continuous", gpu=True, sets=[*sets, "trainer.cuda_graphs=false"])
+    rows = []
+    for i in range(iterations):
+        graphed.iterate()
+        eager.iterate()
+        a, b = graphed.rollout.buffer.actions, eager.rollout.buffer.actions
+        differ = (a != b).reshape(a.shape[0], -1).any(dim=1)
+        weights = max(float((p - q).abs().max())
+                      for name in eager.policies
+                      for p, q in zip(graphed.policies[name].parameters(),
+                                      eager.policies[name].parameters(), strict=True))
+        rows.append({"iteration": i + 1, "actions_equal": bool(torch.equal(a, b)),
+                     "actions_differing": int((a != b).sum()),
+                     "first_step": int(differ.nonzero()[0]) if differ.any() else None,
+                     "max_weight_diff": weights})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--backend", default="pycuda")
+    parser.add_argument("--precision", default="fp32")
+    parser.add_argument("--iterations", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=1)
+    args = parser.parse_args()
+    exact = 0
+    for r in range(args.repeats):
+        rows = compare(args.backend, args.precision, args.iterations, seed=r)
+        exact += all(row["actions_equal"] for row in rows)
+        print(json.dumps({"backend": args.backend, "precision": args.precision, "seed": r,
+                          "rows": rows}))
+    print(f"SUMMARY {args.backend} {args.precision}: {exact}/{args.repeats} runs with every "
+          f"action equal over {args.iterations} iterations")
+
+
+if __name__ == "__main__":
+    main()

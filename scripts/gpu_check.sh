@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The whole GPU check, on a machine with an NVIDIA GPU: every test in tests/ (tests/gpu
+# included) and nbval over every notebook under each backend, then one summary table.
+#
+#   bash scripts/gpu_check.sh                 # everything, in under 10 minutes on an H100
+#   GPU_CHECK_WORKERS=4 bash scripts/gpu_check.sh
+#   bash scripts/gpu_check.sh --durations=20  # extra arguments go to the tests' pytest
+#
+# Three parts run at once on the one GPU, as workshop seats share one: the test suite
+# (spread over GPU_CHECK_WORKERS processes with pytest-xdist where it is installed), and the
+# notebooks under WD_TEACH_BACKEND=pycuda and =numba. Logs and JUnit XML go to
+# $GPU_CHECK_OUT (default artifacts/gpu_check). Exit status 0 only if every part passed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${GPU_CHECK_OUT:-artifacts/gpu_check}"
+workers="${GPU_CHECK_WORKERS:-6}"
+extra=("$@")
+mkdir -p "$out"
+
+if ! python -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
+  echo "gpu_check: torch sees no CUDA GPU here. Run it on a GPU machine; on a CPU," \
+       "bash scripts/test.sh is the check." >&2
+  exit 2
+fi
+python -c "import pycuda" 2>/dev/null || {
+  echo "gpu_check: PyCUDA is not installed; both backends are checked, so install it" \
+       "first (pip install 'wd-teach[pycuda]', which needs nvcc)." >&2
+  exit 2
+}
+
+spread=()
+python -c "import xdist" 2>/dev/null && spread=(-n "$workers")
+limit=()
+python -c "import pytest_timeout" 2>/dev/null && limit=(--timeout 420)
+
+part() {  # part NAME ENV... -- pytest args: run pytest, log, and time it
+  local name="$1" start=$SECONDS
+  shift
+  env "$@" -p no:cacheprovider --junitxml="$out/$name.xml" >"$out/$name.log" 2>&1
+  echo "$?" >"$out/$name.rc"
+  echo $((SECONDS - start)) >"$out/$name.seconds"
+}
+
+part tests WD_TEACH_GPU_CHECK=1 python -m pytest tests -q "${spread[@]}" "${limit[@]}" \
+  "${extra[@]}" &
+part notebooks-pycuda WD_TEACH_BACKEND=pycuda python -m pytest notebooks -q \
+  --nbval-lax --nbval-current-env "${limit[@]}" &
+part notebooks-numba WD_TEACH_BACKEND=numba python -m pytest notebooks -q \
+  --nbval-lax --nbval-current-env "${limit[@]}" &
+wait
+
+python - "$out" <<'PY'
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import torch
+
+out = Path(sys.argv[1])
+print(f"\nGPU check on {torch.cuda.get_device_name(0)} (torch {torch.__version__})")
+print(f"{'part':<18} {'passed':>7} {'failed':>7} {'errors':>7} {'skipped':>8} {'seconds':>8}")
+ok = True
+for name in ("tests", "notebooks-pycuda", "notebooks-numba"):
+    rc = int((out / f"{name}.rc").read_text())
+    seconds = int((out / f"{name}.seconds").read_text())
+    try:
+        suites = ET.parse(out / f"{name}.xml").getroot().iter("testsuite")
+        n = {k: sum(int(s.get(k, 0)) for s in suites)
+             for k in ("tests", "failures", "errors", "skipped")}
+    except (OSError, ET.ParseError):
+        n = {"tests": 0, "failures": 0, "errors": 1, "skipped": 0}
+    passed = n["tests"] - n["failures"] - n["errors"] - n["skipped"]
+    ok &= rc == 0 and n["failures"] == n["errors"] == 0
+    print(f"{name:<18} {passed:>7} {n['failures']:>7} {n['errors']:>7} {n['skipped']:>8} "
+          f"{seconds:>8}")
+print("GPU CHECK " + ("PASSED" if ok else f"FAILED: see {out}/*.log"))
+sys.exit(0 if ok else 1)
+PY
