@@ -1,5 +1,7 @@
 """CUDA C without a GPU: signatures, argument checks, nvcc's PTX and its error messages."""
 
+import fnmatch
+import os
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +13,23 @@ from wd_teach.device import nvcc_path
 from wd_teach.launch import cuda_c_argument
 
 REPO = Path(__file__).resolve().parents[1]
-CU_FILES = sorted(p for p in REPO.rglob("*.cu") if ".git" not in p.parts)
+#: Folders that hold other people's files: version control, builds, virtual environments.
+NOT_OURS = {".git", "build", "dist", "node_modules", "site-packages", "__pycache__"}
+
+
+def project_files(root: Path, pattern: str) -> list[Path]:
+    """The project's files matching `pattern` under `root`, leaving out virtual environments
+    (any folder with a pyvenv.cfg, whatever its name: numba and torch ship .cu files) and
+    build output."""
+    found = []
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = [d for d in subfolders if d not in NOT_OURS
+                         and not (Path(folder, d) / "pyvenv.cfg").exists()]
+        found += [Path(folder, f) for f in files if fnmatch.fnmatch(f, pattern)]
+    return sorted(found)
+
+
+CU_FILES = project_files(REPO, "*.cu")
 needs_nvcc = pytest.mark.skipif(nvcc_path() is None, reason="nvcc is not on this machine")
 
 
@@ -102,3 +120,16 @@ def test_missing_nvcc_is_explained(monkeypatch):
     monkeypatch.setattr(cuda_c, "nvcc_path", lambda: None)
     with pytest.raises(MissingPieceError, match="nvcc .* is not on this machine"):
         cuda_c.ptx(DEMO_CUDA_C)
+
+
+def test_the_cu_files_checked_are_ours_not_a_virtual_environments(tmp_path):
+    (tmp_path / "envs" / "game").mkdir(parents=True)
+    (tmp_path / "envs" / "game" / "step.cu").write_text("")
+    for venv in (".venv", "my-env"):  # found by its pyvenv.cfg, whatever its name
+        (tmp_path / venv / "lib" / "numba").mkdir(parents=True)
+        (tmp_path / venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+        (tmp_path / venv / "lib" / "numba" / "helper.cu").write_text("")
+    (tmp_path / "build" / "lib").mkdir(parents=True)
+    (tmp_path / "build" / "lib" / "step.cu").write_text("")
+    assert project_files(tmp_path, "*.cu") == [tmp_path / "envs" / "game" / "step.cu"]
+    assert any(p.parts[-3:] == ("envs", "cartpole", "step.cu") for p in CU_FILES)
