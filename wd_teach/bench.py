@@ -36,6 +36,7 @@ import platform
 import subprocess
 import time
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -143,7 +144,8 @@ class Plan:
         baseline = [j for j in self.jobs if j.baseline]
         return {"env": self.config.env.name, "sets": list(self.sets), "measurements": by_what,
                 "cpu_baseline": {"envs": sorted({j.num_envs for j in baseline}),
-                                 "calls": {j.what: j.calls for j in baseline}}
+                                 "calls": {j.what: j.calls for j in baseline},
+                                 "threads": cpu_threads()}
                 if baseline else None,
                 "train_config": self.config.to_dict()}
 
@@ -422,26 +424,58 @@ def run_bench(what: str | Sequence[str] = "all", *, envs: Sequence[int] | None =
     return results(plan, rows)
 
 
+def cpu_threads() -> int:
+    """Threads torch may use for a CPU row: WD_TEACH_CPU_THREADS, else half the cores (at
+    most 8). Bounded, so that two workshop seats timing a CPU baseline on one machine do not
+    each claim every core and slow both to a crawl."""
+    setting = os.environ.get("WD_TEACH_CPU_THREADS")
+    if setting is not None:
+        if not setting.isdigit() or int(setting) < 1:
+            raise BenchError(f"WD_TEACH_CPU_THREADS={setting!r}: give a whole number of "
+                             "threads, at least 1.")
+        return int(setting)
+    return max(1, min(8, (os.cpu_count() or 2) // 2))
+
+
+@contextmanager
+def bounded_cpu_threads(enabled: bool):
+    """torch's CPU threads held to `cpu_threads()` inside the block, when `enabled`."""
+    before = torch.get_num_threads()
+    if enabled:
+        torch.set_num_threads(min(before, cpu_threads()))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def run_job(plan: Plan, job: Job) -> Row:
-    """The row of one job; a job that runs out of GPU memory gives a row that says so."""
+    """The row of one job; a job that runs out of GPU memory gives a row that says so.
+    A CPU row (the NumPy env, torch on the CPU) runs on a bounded number of threads."""
     config = sized_config(plan.config, job.num_envs, job.num_agents, _env_backend(job),
                           plan.gpu)
+    on_cpu = job.backend == NUMPY or not plan.gpu
     try:
-        if job.what == "env":
-            return bench_env(config, job)
-        if job.what == "sampler":
-            return bench_sampler(job)
-        if job.what == "rollout":
-            return bench_rollout(config, job, plan.gpu)
-        return bench_train(config, job, plan.gpu)
+        with bounded_cpu_threads(on_cpu):
+            return _run_job(config, plan, job)
     except Exception as err:
         if not out_of_memory(err):
             raise
-        on = "cpu" if job.backend == NUMPY or not plan.gpu else "cuda"
+        on = "cpu" if on_cpu else "cuda"
         return Row(job.what, job.backend, on, job.num_envs, job.num_agents, job.calls, None, 0,
                    baseline=job.baseline, error=f"out of memory: {str(err)[:200]}")
     finally:
         release_gpu_memory()
+
+
+def _run_job(config: TrainConfig, plan: Plan, job: Job) -> Row:
+    if job.what == "env":
+        return bench_env(config, job)
+    if job.what == "sampler":
+        return bench_sampler(job)
+    if job.what == "rollout":
+        return bench_rollout(config, job, plan.gpu)
+    return bench_train(config, job, plan.gpu)
 
 
 def results(plan: Plan, rows: Sequence[Row]) -> dict:
