@@ -1,8 +1,17 @@
-"""Shared test set-up: the simulator decision is made by `import wd_teach`, before numba."""
+"""Shared test set-up: the simulator decision is made by `import wd_teach`, before numba.
 
-import pytest
+The tests take small sizes from wd_teach.lesson_sizes() on a GPU too (WD_TEACH_SIZES=small,
+inherited by the notebook kernels that tests/test_notebooks.py starts): they prove that the
+GPU path works in seconds. Full sizes are for the notebooks under nbval and the benchmarks.
+"""
 
-import wd_teach
+import os
+
+os.environ.setdefault("WD_TEACH_SIZES", "small")
+
+import pytest  # noqa: E402
+
+import wd_teach  # noqa: E402
 
 BACKENDS_HERE = wd_teach.discover().backends
 

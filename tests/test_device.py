@@ -69,10 +69,23 @@ def test_numpy_too_new_for_numba_cuda_is_flagged():
     assert not device._numpy_ok("2.5.0")
 
 
-def test_lesson_sizes_are_small_on_cpu_and_large_on_gpu():
+def test_lesson_sizes_are_small_on_cpu_and_large_on_gpu(monkeypatch):
     small, full = wd_teach.lesson_sizes(gpu=False), wd_teach.lesson_sizes(gpu=True)
     assert small.agent_slots < 100 < 100_000 < full.agent_slots
+    monkeypatch.delenv("WD_TEACH_SIZES", raising=False)
     assert wd_teach.lesson_sizes() == (full if wd_teach.gpu_available() else small)
+
+
+@pytest.mark.parametrize("choice, want", [("small", False), ("full", True), (" Full ", True)])
+def test_lesson_sizes_can_be_chosen_by_hand(monkeypatch, choice, want):
+    monkeypatch.setenv("WD_TEACH_SIZES", choice)
+    assert wd_teach.lesson_sizes() == wd_teach.lesson_sizes(gpu=want)
+
+
+def test_a_wrong_size_choice_says_what_to_use(monkeypatch):
+    monkeypatch.setenv("WD_TEACH_SIZES", "huge")
+    with pytest.raises(wd_teach.WdTeachError, match="use 'small' or 'full'"):
+        wd_teach.lesson_sizes()
 
 
 def test_doctor_command_prints_the_table(capsys):

@@ -2,13 +2,22 @@
 
 On a GPU a lesson runs at the size that shows why GPUs win; on the CUDA simulator every
 CUDA thread is a Python thread, so the same lesson runs small and quick.
+
+`WD_TEACH_SIZES=small` (or `full`) overrides the choice: the test suite runs small on a GPU
+too, where its point is that the GPU path works, not how fast it is (full sizes belong to
+the notebooks and the benchmarks).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from wd_teach.device import gpu_available
+from wd_teach.errors import WdTeachError
+
+#: The environment variable that picks the sizes by hand.
+SIZES_VARIABLE = "WD_TEACH_SIZES"
 
 
 @dataclass(frozen=True)
@@ -66,5 +75,12 @@ CPU_SIZES = LessonSizes(num_envs=3, num_agents=4, episode_length=5, num_actions=
 
 
 def lesson_sizes(gpu: bool | None = None) -> LessonSizes:
-    """Full sizes on a GPU, small ones on the CPU. Pass `gpu` to ask for one or the other."""
-    return GPU_SIZES if (gpu_available() if gpu is None else gpu) else CPU_SIZES
+    """Full sizes on a GPU, small ones on the CPU. Pass `gpu` to ask for one or the other;
+    without it, WD_TEACH_SIZES=small|full decides where it is set."""
+    if gpu is None:
+        choice = os.environ.get(SIZES_VARIABLE, "").strip().lower()
+        if choice not in ("", "small", "full"):
+            raise WdTeachError(f"{SIZES_VARIABLE}={choice!r}: use 'small' or 'full', or unset "
+                               "it for full sizes on a GPU and small ones on a CPU.")
+        gpu = gpu_available() if not choice else choice == "full"
+    return GPU_SIZES if gpu else CPU_SIZES
