@@ -86,7 +86,12 @@ class Trainer:
             policy = make_policy(self.algorithm.POLICY, self.env.obs_size, self.env.action_space,
                                  spec.hidden).to(self.device)
             self.policies[group.name] = policy
-            options = {"capturable": True} if graph_update else {}
+            # The same optimiser arithmetic with graphs on or off: capturable Adam keeps its
+            # step count on the device and rounds its bias correction there, so a replayed
+            # update and a step-by-step one agree bit for bit (fp32) only if both use it.
+            capturable = self.device.type == "cuda" and getattr(self.algorithm,
+                                                                 "GRAPH_UPDATE", False)
+            options = {"capturable": True} if capturable else {}
             learner = self.algorithm.Learner(policy, c.algorithm, spec.lr or c.trainer.lr,
                                              self.generator, **options)
             learner.chunk = c.trainer.chunk_samples
