@@ -31,6 +31,10 @@ python -c "import pycuda" 2>/dev/null || {
   exit 2
 }
 
+# Eight processes share the machine's cores: each gets its share of torch/OpenMP threads,
+# or every process spins up one per core and the CPU-side work of all slows to a crawl.
+parts=$(( workers + 2 ))
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$(( $(nproc) / parts > 0 ? $(nproc) / parts : 1 ))}"
 spread=()
 python -c "import xdist" 2>/dev/null && spread=(-n "$workers")
 limit=()

@@ -15,6 +15,8 @@ from wd_teach import bench
 from wd_teach.bench import (
     FORMAT,
     MULTINOMIAL,
+    bounded_cpu_threads,
+    cpu_threads,
     format_table,
     load_results,
     merge_results,
@@ -91,7 +93,7 @@ def test_train_rows_have_a_breakdown_and_a_cpu_baseline(train_results):
         assert all(seconds >= 0 for seconds in row["breakdown"].values())
     assert [r["backend"] for r in train_results["ratios"]] == ["numba"]
     baseline = train_results["config"]["cpu_baseline"]
-    assert baseline == {"envs": [1], "calls": {"train": 1}}
+    assert baseline == {"envs": [1], "calls": {"train": 1}, "threads": cpu_threads()}
     assert train_results["config"]["train_config"]["trainer"]["steps"] == 2
 
 
@@ -290,3 +292,22 @@ def test_the_notebooks_saved_results_are_bench_results():
     assert saved["format"] == FORMAT
     assert {row["what"] for row in saved["rows"]} >= {"env", "train"}
     assert any(row["breakdown"] for row in saved["rows"]) and saved["ratios"]
+
+
+def test_cpu_rows_use_a_bounded_number_of_threads(monkeypatch):
+    monkeypatch.delenv("WD_TEACH_CPU_THREADS", raising=False)
+    assert 1 <= cpu_threads() <= 8
+    monkeypatch.setenv("WD_TEACH_CPU_THREADS", "1")
+    before = torch.get_num_threads()
+    with bounded_cpu_threads(True):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with bounded_cpu_threads(False):
+        assert torch.get_num_threads() == before
+
+
+@pytest.mark.parametrize("setting", ["0", "two", "-1"])
+def test_a_wrong_thread_count_says_what_to_give(monkeypatch, setting):
+    monkeypatch.setenv("WD_TEACH_CPU_THREADS", setting)
+    with pytest.raises(BenchError, match="give a whole number of threads"):
+        cpu_threads()

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import tomllib
 
+import wd_teach
 from wd_teach import colab
 from wd_teach.errors import MissingPieceError
 
@@ -105,7 +106,14 @@ def test_setup_without_a_gpu_says_how_to_select_one(monkeypatch, capfd):
     assert colab.setup_colab() == 0
     out = capfd.readouterr().out
     assert "Runtime > Change runtime type" in out and "simulator" in out
-    assert "backends that can run here: numba" in out
+    assert "backends that can run here: " + ", ".join(wd_teach.discover().backends) in out
+
+
+def package_index_reachable() -> bool:
+    """Whether pip can reach its package index from here (asked once, without retries)."""
+    found = subprocess.run([sys.executable, "-m", "pip", "index", "versions", "pip",
+                            "--retries", "0", "--timeout", "10"], capture_output=True)
+    return found.returncode == 0
 
 
 def _run_cell(python, env, cwd=None):
@@ -125,6 +133,9 @@ def test_the_install_cell_does_nothing_off_colab():
 def test_the_install_cell_installs_wd_teach_into_a_fresh_environment(tmp_path):
     """A bare Python with torch (as Colab has) runs the cell 'on Colab', installing from a copy
     of this checkout; wd-teach then imports with every module, and the doctor runs."""
+    if not package_index_reachable():
+        pytest.skip("installing needs the package index, which this machine cannot reach "
+                    "(the GPU machine has no network; CI runs this test)")
     source = tmp_path / "source"
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "build")
     for part in ["wd_teach", "envs"]:

@@ -5,6 +5,7 @@ import pytest
 from numba import cuda
 
 import wd_teach
+from wd_teach._simulator import simulator_on
 from wd_teach.demo import DEMO_CUDA_C
 from wd_teach.demo import move as right_move
 from wd_teach.device import nvcc_path
@@ -158,6 +159,9 @@ def test_move_accepts_the_right_kernels(backend, capsys):
     (move_with_other_names, "the parameters are pos, vel, dt, num_agents"),
 ])
 def test_move_rejects_a_wrong_numba_kernel(kernel, hint, backend, capsys):
+    if "past the last agent" in hint and not simulator_on():
+        pytest.skip("a missing bounds check is caught where the simulator checks indices; on a "
+                    "GPU the stray thread's write races with its neighbour's and can go unseen")
     assert not lesson_02.check_move_kernel(kernel, DEMO_CUDA_C, backend)
     assert hint in capsys.readouterr().out
 
