@@ -19,8 +19,21 @@ def choose_numba_target() -> None:
         os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 
 
+def numba_import_error() -> str | None:
+    """Why Numba's CUDA target cannot be imported, or None when it can. `import wd_teach`
+    never imports Numba, so a machine without it can still run `wd-teach doctor`."""
+    try:
+        from numba import cuda  # noqa: F401
+    except ImportError as err:
+        return str(err) or type(err).__name__
+    return None
+
+
 def simulator_on() -> bool:
-    """True when Numba kernels run on the CUDA simulator instead of a GPU."""
+    """True when Numba kernels run on the CUDA simulator instead of a GPU (never without
+    Numba: there is nothing to simulate with)."""
+    if numba_import_error() is not None:
+        return False
     from numba import config
 
     return bool(config.ENABLE_CUDASIM)

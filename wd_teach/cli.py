@@ -1,6 +1,8 @@
 """The `wd-teach` command.
 
-    wd-teach doctor            what this machine has, and what to do about what it lacks
+    wd-teach doctor            what this machine has, and what to do about what it lacks;
+                               exit 0 when some backend can run kernels here, 1 when none
+                               (it runs without Numba and without a CUDA build of torch)
     wd-teach demo [--backend]  push a small particle world and step it with a kernel on
                                every backend that runs here, checked against NumPy
     wd-teach train ENV         train on ENV (cartpole, pendulum, tag_continuous, tag_grid)
@@ -19,24 +21,33 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
-import wd_teach
-from wd_teach.demo import DEMO_CUDA_C, move, reference_move
+# Only what every command needs: the rest is imported inside each command, so that
+# `wd-teach doctor` runs on a machine that lacks the very pieces it is there to report.
+from wd_teach.device import BACKENDS
+from wd_teach.errors import WdTeachError
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    report = wd_teach.doctor()
+    """The table of what this machine has; exit 0 when some backend can run kernels."""
+    from wd_teach.device import doctor
+
+    report = doctor()
     return 0 if report.backends else 1
 
 
 def _demo(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    import wd_teach
+
     sizes = wd_teach.lesson_sizes()
     backends = ([wd_teach.choose_backend(args.backend)] if args.backend
                 else list(wd_teach.discover().backends))
     if not backends:
         print("no backend can run kernels here; see `wd-teach doctor`.", file=sys.stderr)
         return 1
+    from wd_teach.demo import DEMO_CUDA_C, move, reference_move  # Numba: only now
+
     rng = np.random.default_rng(args.seed)
     pos = rng.uniform(-1, 1, (sizes.num_envs, sizes.num_agents)).astype(np.float32)
     vel = rng.uniform(-1, 1, (sizes.num_envs, sizes.num_agents)).astype(np.float32)
@@ -193,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("doctor", help="what this machine has for GPU RL").set_defaults(
         run=_doctor)
     demo = commands.add_parser("demo", help="step a particle world on every backend")
-    demo.add_argument("--backend", choices=wd_teach.BACKENDS)
+    demo.add_argument("--backend", choices=BACKENDS)
     demo.add_argument("--steps", type=int, default=20)
     demo.add_argument("--seed", type=int, default=0)
     demo.set_defaults(run=_demo)
@@ -239,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args)
-    except wd_teach.WdTeachError as err:
+    except WdTeachError as err:
         print(f"wd-teach: {err}", file=sys.stderr)
         return 2
 

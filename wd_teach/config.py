@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from wd_teach.errors import ConfigError, EnvError
+from wd_teach.ranges import SEED_LIMIT, require_number, require_whole
 from wd_teach.speed import PRECISIONS
 
 CONFIG_DIR = Path(__file__).parent / "configs"
@@ -42,6 +43,8 @@ ENVS = {
 }
 BACKEND_NAMES = ("pycuda", "numba", "numpy")
 SECTIONS = ("env", "policies", "algorithm", "trainer")
+#: Counts that kernels and the store hold as int32 stay below this.
+INT32_LIMIT = 2**31
 
 
 class ConfigLoader(yaml.SafeLoader):
@@ -197,13 +200,8 @@ def build(raw: dict) -> TrainConfig:
     module = _algorithm_module(algorithm_name)
     algorithm = _section(module.Config, algorithm_raw, "algorithm")
     trainer = _section(TrainerSection, raw["trainer"], "trainer")
-    for key in ("iterations", "steps", "chunk_samples"):
-        if getattr(trainer, key) < 1:
-            raise ConfigError(f"trainer.{key} must be at least 1, got {getattr(trainer, key)}.")
-    if env.num_envs < 1:
-        raise ConfigError(f"env.num_envs must be at least 1, got {env.num_envs}.")
-    if trainer.lr <= 0:
-        raise ConfigError(f"trainer.lr must be positive, got {trainer.lr}.")
+    check_trainer(trainer)
+    require_whole("env.num_envs", env.num_envs, low=1, high=INT32_LIMIT)
     if trainer.precision not in PRECISIONS:
         raise ConfigError(f"trainer.precision must be one of {', '.join(PRECISIONS)}, got "
                           f"{trainer.precision!r}.")
@@ -211,7 +209,20 @@ def build(raw: dict) -> TrainConfig:
         if not policy.hidden or min(policy.hidden) < 1:
             raise ConfigError(f"policies.{name}.hidden must list at least one positive "
                               f"width, got {list(policy.hidden)}.")
+        if policy.lr is not None:
+            require_number(f"policies.{name}.lr", policy.lr, low=0, low_open=True)
+    module.check_ranges(algorithm)
     return TrainConfig(env, policies, algorithm_name, algorithm, trainer)
+
+
+def check_trainer(trainer: TrainerSection) -> None:
+    """Every trainer value in its range, NaN and infinity refused: a bad one would otherwise
+    fail deep inside torch or numpy, or train quietly to NaN."""
+    for key in ("iterations", "steps", "chunk_samples"):
+        require_whole(f"trainer.{key}", getattr(trainer, key), low=1, high=INT32_LIMIT)
+    require_whole("trainer.checkpoint_every", trainer.checkpoint_every, low=0)
+    require_whole("trainer.seed", trainer.seed, low=0, high=SEED_LIMIT)
+    require_number("trainer.lr", trainer.lr, low=0, low_open=True)
 
 
 # -- the environment and its agents -----------------------------------------------------------

@@ -19,6 +19,7 @@ Arrays pushed with `reset=True` keep a pristine device copy that a reset restore
 from __future__ import annotations
 
 import keyword
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -153,6 +154,23 @@ class DataStore:
             if not np.isfinite(value):
                 raise StoreError(f"constant {name!r} is {value}: constants must be finite.")
             self._constants[name] = np.float32(value)
+
+    @contextmanager
+    def all_or_nothing(self):
+        """A block of calls that adds several arrays and constants at once (a Sampler, a
+        Resetter): if any of them fails, the store is put back as it was before the block,
+        so the learner can fix the cause and try again."""
+        saved = (dict(self._arrays), dict(self._info), dict(self._pristine),
+                 dict(self._constants), self._frozen)
+        try:
+            yield self
+        except BaseException:
+            arrays, info, pristine, constants, self._frozen = saved
+            for mine, before in ((self._arrays, arrays), (self._info, info),
+                                 (self._pristine, pristine), (self._constants, constants)):
+                mine.clear()
+                mine.update(before)
+            raise
 
     def freeze(self) -> None:
         """No more pushes: kernels have been bound to these arrays' device addresses."""

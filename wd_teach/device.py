@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from wd_teach._simulator import simulator_on
+from wd_teach._simulator import numba_import_error, simulator_on
 from wd_teach.errors import MissingPieceError
 
 BACKENDS = ("pycuda", "numba")
+NUMBA_INSTALL = 'pip install "numba-cuda>=0.30,<0.31"'
 
 #: numba-cuda 0.30.x cannot compile kernels under numpy 2.5 or newer.
 NUMPY_TOO_NEW = (2, 5)
@@ -178,6 +179,16 @@ def nvvm_pin(driver: tuple[int, int]) -> str:
             "then restart the kernel")
 
 
+def _numba_found(version: str | None, error: str | None) -> str:
+    """The Numba row's "found": its version, or why it is missing or cannot be imported."""
+    if version:
+        return version
+    installed = _version("numba-cuda")
+    if installed:
+        return f"{installed} installed, but `from numba import cuda` fails: {error}"
+    return "not installed"
+
+
 def _numpy_ok(version: str) -> bool:
     major, minor = (int(x) for x in re.findall(r"\d+", version)[:2])
     return (major, minor) < NUMPY_TOO_NEW
@@ -197,7 +208,8 @@ def discover() -> Report:
     driver = _driver_cuda_version()
     nvcc, nvcc_version = _nvcc()
     pycuda = _pycuda_version()
-    numba_cuda = _version("numba-cuda")
+    numba_error = numba_import_error()
+    numba_cuda = _version("numba-cuda") if numba_error is None else None
     simulator = simulator_on()
     torch_cuda = torch.version.cuda
     numpy_version = _version("numpy") or "?"
@@ -219,11 +231,12 @@ def discover() -> Report:
             pycuda or "not installed",
             "" if pycuda else PYCUDA_INSTALL if gpu_name
             else "optional; needs a GPU to run (without one, lessons show the CUDA C and PTX)"),
-        Row("Numba CUDA", numba_cuda is not None, numba_cuda or "not installed",
-            "" if numba_cuda else 'pip install "numba-cuda>=0.30,<0.31"'),
+        Row("Numba CUDA", numba_cuda is not None, _numba_found(numba_cuda, numba_error),
+            "" if numba_cuda else NUMBA_INSTALL),
         Row("CUDA simulator", None if gpu_name else simulator,
             "on: Numba kernels run on the CPU" if simulator else "off",
             "" if simulator or gpu_name else
+            "needs Numba: " + NUMBA_INSTALL if numba_error else
             "no GPU and no simulator: set NUMBA_ENABLE_CUDASIM=1 before numba is imported "
             "(`import wd_teach` first does it for you)"),
         Row("numpy", _numpy_ok(numpy_version), numpy_version,
@@ -282,5 +295,5 @@ def _why_not(backend: str, report: Report) -> str:
     if backend == "pycuda":
         return f"the pycuda backend needs PyCUDA, which is not installed: {PYCUDA_INSTALL}."
     return ("the numba backend needs numba-cuda and either a GPU or the CUDA simulator: "
-            'pip install "numba-cuda>=0.30,<0.31", or set NUMBA_ENABLE_CUDASIM=1 before '
+            f"{NUMBA_INSTALL}, or set NUMBA_ENABLE_CUDASIM=1 before "
             "numba is imported. Run `wd-teach doctor` for details.")

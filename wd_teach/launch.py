@@ -17,10 +17,12 @@ Numba work together) can be recorded as one CUDA graph on a stream made by `kern
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import inspect
 import math
 import os
+import threading
 import types
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,7 +175,8 @@ class KernelLauncher:
                 kernel.prepared_async_call(_dim3(grid), _dim3(block), _pycuda_stream(stream),
                                            *bound)
         elif stream == 0:
-            kernel[grid, block](*bound)
+            with _simulator_turn(self.store):
+                kernel[grid, block](*bound)
         else:
             kernel[grid, block, _numba_stream(stream)](*bound)
 
@@ -190,7 +193,6 @@ class KernelLauncher:
         if len(names) != len(params):
             raise LaunchError(f"kernel {name!r} takes {len(params)} arguments, "
                               f"{len(names)} were named.")
-        self.store.freeze()
         bound = []
         for param, arg in zip(params, names, strict=True):
             if arg not in self.store:
@@ -202,6 +204,9 @@ class KernelLauncher:
                 bound.append(cuda_c_argument(self.store, name, param, arg))
             else:
                 bound.append(self._numba_arg(arg))
+        # Only a bind that worked freezes the store: after a failed one the learner can
+        # still add what was missing.
+        self.store.freeze()
         return tuple(bound)
 
     def _numba_arg(self, arg: str):
@@ -292,6 +297,18 @@ def _numba_stream(handle: int):
 
         stream = _NUMBA_STREAMS[handle] = cuda.external_stream(handle)
     return stream
+
+
+#: One simulated launch at a time: Numba's CUDA simulator keeps the current thread's
+#: blockIdx and threadIdx in state shared by the whole process, so two Python threads that
+#: launched at once would read each other's (AttributeError: 'Thread' object has no
+#: attribute 'blockIdx'). On a GPU launches are asynchronous and need no lock.
+_SIMULATOR_LOCK = threading.Lock()
+
+
+def _simulator_turn(store: DataStore):
+    """The lock that serialises simulated launches, or a no-op on a GPU."""
+    return _SIMULATOR_LOCK if store.device.type != "cuda" else contextlib.nullcontext()
 
 
 def _dim3(dims: tuple[int, ...]) -> tuple[int, int, int]:

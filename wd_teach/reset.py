@@ -67,10 +67,22 @@ class Resetter:
         self._check_done()
         self.names = self._choose(names)
         self.launcher = KernelLauncher(store, backend, max_threads)
+        with store.all_or_nothing():  # a failure below leaves the store as it was
+            self._launches = self._add_to_store()
+            if self.launcher.backend == "pycuda":
+                self.launcher.load(CUDA_C_PATH)
+            else:
+                from wd_teach import reset_numba
 
+                self.launcher.load(reset_numba)
+
+    def _add_to_store(self) -> list[tuple[str, ...]]:
+        """Push the done flags if missing, a row-length constant and a shared pristine copy
+        per array; returns each array's reset launch (kernel, array names...)."""
+        store, done = self.store, self.done_name
         if done not in store:
             store.push(done, np.zeros(store.num_envs, np.int32), per="env")
-        self._launches = []
+        launches = []
         for name in self.names:
             info = store.info(name)
             row_length = int(np.prod(info.shape[1:], dtype=np.int64))
@@ -81,15 +93,9 @@ class Resetter:
                 raise ResetError(f"the store's constant {row_name!r} is "
                                  f"{store.constant(row_name)}, but a row of {name!r} holds "
                                  f"{row_length} values. Rename that constant.")
-            self._launches.append((RESET_KERNELS[info.dtype], name, store.share_pristine(name),
-                                   done, row_name))
-
-        if self.launcher.backend == "pycuda":
-            self.launcher.load(CUDA_C_PATH)
-        else:
-            from wd_teach import reset_numba
-
-            self.launcher.load(reset_numba)
+            launches.append((RESET_KERNELS[info.dtype], name, store.share_pristine(name),
+                             done, row_name))
+        return launches
 
     @property
     def backend(self) -> str:

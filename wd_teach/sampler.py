@@ -114,24 +114,25 @@ class Sampler:
         self._check_names_free()
         self.launcher = KernelLauncher(store, backend, max_threads)
 
-        num_envs, num_agents = store.num_envs, store.num_agents
-        offsets = np.concatenate([[0], np.cumsum(self.num_actions)]).astype(np.int32)
-        store.push(PROBS, np.zeros((num_envs, num_agents, offsets[-1]), np.float32))
-        if ACTIONS not in store:
-            store.push(ACTIONS, np.zeros(self.actions_shape, np.int32))
-        store.push(RNG_COUNTER, np.zeros((num_envs, num_agents), np.uint32))
-        store.push(RNG_KEY, np.zeros(2, np.uint32), per="shared")
-        store.push(HEAD_OFFSETS, offsets, per="shared")
-        store.set_constant(NUM_HEADS, self.num_heads)
-        self.head_probs = [store[PROBS][..., begin:end]
-                           for begin, end in zip(offsets[:-1], offsets[1:], strict=True)]
+        with store.all_or_nothing():  # a failure below leaves the store as it was
+            num_envs, num_agents = store.num_envs, store.num_agents
+            offsets = np.concatenate([[0], np.cumsum(self.num_actions)]).astype(np.int32)
+            store.push(PROBS, np.zeros((num_envs, num_agents, offsets[-1]), np.float32))
+            if ACTIONS not in store:
+                store.push(ACTIONS, np.zeros(self.actions_shape, np.int32))
+            store.push(RNG_COUNTER, np.zeros((num_envs, num_agents), np.uint32))
+            store.push(RNG_KEY, np.zeros(2, np.uint32), per="shared")
+            store.push(HEAD_OFFSETS, offsets, per="shared")
+            store.set_constant(NUM_HEADS, self.num_heads)
+            self.head_probs = [store[PROBS][..., begin:end]
+                               for begin, end in zip(offsets[:-1], offsets[1:], strict=True)]
 
-        if self.launcher.backend == "pycuda":
-            self.launcher.load(CUDA_C_PATH)
-        else:
-            from wd_teach import sampler_numba
+            if self.launcher.backend == "pycuda":
+                self.launcher.load(CUDA_C_PATH)
+            else:
+                from wd_teach import sampler_numba
 
-            self.launcher.load(sampler_numba)
+                self.launcher.load(sampler_numba)
         self.seed(seed)
 
     # -- what the sampler holds -------------------------------------------------------------

@@ -31,7 +31,8 @@ from wd_teach.acting import make_acting, random_actions
 from wd_teach.algorithms import ALGORITHMS
 from wd_teach.config import TrainConfig, load_config, make_env, resolve_agents
 from wd_teach.device import gpu_available
-from wd_teach.errors import TrainError
+from wd_teach.errors import ConfigError, LaunchError, TrainError
+from wd_teach.launch import launch_geometry
 from wd_teach.metrics import EpisodeStats
 from wd_teach.policy import agent_groups, make_policy
 from wd_teach.rollout import Rollout
@@ -53,6 +54,17 @@ def default_backend() -> str:
     return choose_backend()
 
 
+def check_fits(num_envs: int, num_agents: int) -> None:
+    """Refuse, on the host, more envs or agents than one kernel launch can cover: the
+    grid has at most 2**31 - 1 blocks along x (one per env) and 65,535 along y (an env's
+    agents, 1,024 per block)."""
+    try:
+        launch_geometry(num_envs, num_agents)
+    except LaunchError as err:
+        raise ConfigError(f"env.num_envs={num_envs:,} with {num_agents:,} agents each does "
+                          f"not fit the device: {err}") from err
+
+
 class Trainer:
     """Everything one training run needs, built from a config (see wd_teach.config)."""
 
@@ -67,6 +79,7 @@ class Trainer:
         self.env = make_env(c.env)
         mapping = {name: resolve_agents(p.agents, self.env, name) for name, p in c.policies.items()}
         self.groups = agent_groups(mapping, self.env.num_agents)
+        check_fits(c.env.num_envs, self.env.num_agents)
         for group in self.groups:
             self.algorithm.check(c.algorithm, c.trainer.steps * c.env.num_envs * group.size,
                                  group.name)

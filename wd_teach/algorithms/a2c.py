@@ -17,7 +17,15 @@ from dataclasses import dataclass
 
 import torch
 
-from wd_teach.algorithms.common import chunks, finish_step, flat, gae, normalize
+from wd_teach.algorithms.common import (
+    check_loss_weights,
+    check_returns,
+    chunks,
+    finish_step,
+    flat,
+    gae,
+    normalize,
+)
 
 #: The policy this algorithm trains: a distribution to sample from, and a critic.
 POLICY = "stochastic"
@@ -37,6 +45,13 @@ class Config:
     entropy_coef: float = 0.01  # weight of the entropy bonus
     max_grad_norm: float = 0.5  # clip the gradient's global norm to this (0: no clip)
     normalize_advantages: bool = False
+
+
+def check_ranges(config: Config) -> None:
+    """Each hyperparameter in its range, before anything is built: NaN, infinity or a
+    value out of range would otherwise train quietly to NaN."""
+    check_returns(config)
+    check_loss_weights(config)
 
 
 def check(config: Config, samples: int, policy: str) -> None:

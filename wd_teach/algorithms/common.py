@@ -5,6 +5,22 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from wd_teach.ranges import require_number
+
+
+def check_returns(config) -> None:
+    """The discount and GAE's lambda: gamma in (0, 1] (0 would see no future, above 1 the
+    returns grow without bound), lambda in [0, 1]."""
+    require_number("algorithm.gamma", config.gamma, low=0, high=1, low_open=True)
+    require_number("algorithm.gae_lambda", config.gae_lambda, low=0, high=1)
+
+
+def check_loss_weights(config) -> None:
+    """The loss's weights and the gradient clip: finite and not negative (a negative
+    entropy weight would push the policy to collapse; max_grad_norm 0 means no clip)."""
+    for key in ("value_coef", "entropy_coef", "max_grad_norm"):
+        require_number(f"algorithm.{key}", getattr(config, key), low=0)
+
 
 def gae(rewards: torch.Tensor, values: torch.Tensor, dones: torch.Tensor,
         last_values: torch.Tensor, gamma: float, lam: float):

@@ -18,6 +18,7 @@ import torch
 
 from wd_teach.algorithms.common import flat, gradient_step
 from wd_teach.errors import ConfigError
+from wd_teach.ranges import require_number, require_whole
 
 POLICY = "deterministic"
 NEEDS_NEXT_OBS = True
@@ -35,6 +36,21 @@ class Config:
     max_grad_norm: float = 0.0  # 0: no clip
     noise_theta: float = 0.15  # Ornstein-Uhlenbeck pull back to 0 per step
     noise_sigma: float = 0.2  # its shock per step, in units of half the action range
+
+
+def check_ranges(config: Config) -> None:
+    """Each hyperparameter in its range, before anything is built: NaN, infinity or a
+    value out of range would otherwise train quietly to NaN."""
+    require_number("algorithm.gamma", config.gamma, low=0, high=1, low_open=True)
+    require_number("algorithm.tau", config.tau, low=0, high=1, low_open=True)
+    for key in ("batch_size", "replay_size"):
+        require_whole(f"algorithm.{key}", getattr(config, key), low=1)
+    for key in ("updates_per_iteration", "learning_starts"):
+        require_whole(f"algorithm.{key}", getattr(config, key), low=0)
+    if config.critic_lr is not None:
+        require_number("algorithm.critic_lr", config.critic_lr, low=0, low_open=True)
+    for key in ("max_grad_norm", "noise_theta", "noise_sigma"):
+        require_number(f"algorithm.{key}", getattr(config, key), low=0)
 
 
 def check(config: Config, samples: int, policy: str) -> None:

@@ -13,8 +13,16 @@ from dataclasses import dataclass
 
 import torch
 
-from wd_teach.algorithms.common import flat, gae, gradient_step, normalize
+from wd_teach.algorithms.common import (
+    check_loss_weights,
+    check_returns,
+    flat,
+    gae,
+    gradient_step,
+    normalize,
+)
 from wd_teach.errors import ConfigError
+from wd_teach.ranges import require_number, require_whole
 
 POLICY = "stochastic"
 NEEDS_NEXT_OBS = False
@@ -34,8 +42,23 @@ class Config:
     normalize_advantages: bool = True
 
 
+def check_ranges(config: Config) -> None:
+    """Each hyperparameter in its range, before anything is built: NaN, infinity or a
+    value out of range would otherwise train quietly to NaN."""
+    check_returns(config)
+    check_loss_weights(config)
+    require_number("algorithm.clip_coef", config.clip_coef, low=0, low_open=True)
+    require_whole("algorithm.epochs", config.epochs, low=1)
+    require_whole("algorithm.num_minibatches", config.num_minibatches, low=1)
+
+
 def check(config: Config, samples: int, policy: str) -> None:
     """Minibatches of equal size: num_minibatches must divide the policy's samples."""
+    if config.num_minibatches > samples:
+        raise ConfigError(f"algorithm.num_minibatches={config.num_minibatches} is more than "
+                          f"the {samples:,} samples of policy {policy!r} per iteration "
+                          "(steps x envs x its agents): a minibatch needs at least one. "
+                          "Use fewer minibatches, or more trainer.steps or env.num_envs.")
     if samples % config.num_minibatches:
         divisors = [d for d in range(1, min(samples, 64) + 1) if samples % d == 0]
         raise ConfigError(f"algorithm.num_minibatches={config.num_minibatches} does not divide "
