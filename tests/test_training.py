@@ -176,9 +176,9 @@ def test_checkpoint_from_another_env(tmp_path):
         tiny("ddpg").load(path)
     with pytest.raises(TrainError, match="env's sizes differ"):
         Trainer("cartpole", gpu=False, sets=["env.num_envs=5"]).load(path)
-    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
-    with pytest.raises(Exception, match="junk.pt|load"):
-        Trainer.from_checkpoint(tmp_path / "junk.pt")
+    (tmp_path / "junk.safetensors").write_bytes(b"not a checkpoint")
+    with pytest.raises(TrainError, match="junk.safetensors is not a readable checkpoint"):
+        Trainer.from_checkpoint(tmp_path / "junk.safetensors")
 
 
 # -- the command line ---------------------------------------------------------------------------
@@ -198,8 +198,8 @@ def test_cli_train_writes_metrics_curve_and_checkpoint(tmp_path, capsys):
     assert len((out / "metrics.csv").read_text().splitlines()) == 3
     assert "cart: mean episode return" in capsys.readouterr().out
 
-    assert main(["train", "cartpole", "--resume", str(out / "checkpoint.safetensors"), "--iterations",
-                 "1", "--out", str(out), "--quiet"]) == 0
+    assert main(["train", "cartpole", "--resume", str(out / "checkpoint.safetensors"),
+                 "--iterations", "1", "--out", str(out), "--quiet"]) == 0
     history = json.loads((out / "metrics.json").read_text())["history"]
     assert [row["iteration"] for row in history] == [1, 2, 3]
 
