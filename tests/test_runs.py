@@ -276,14 +276,16 @@ def test_a_checkpoint_is_plain_safetensors_with_json(finished):
 # -- a load is all or nothing --------------------------------------------------------------------
 
 
-def test_a_load_that_does_not_fit_leaves_the_trainer_as_it_was(tmp_path):
-    other = Trainer("tag_continuous", gpu=False, sets=[*TINY_TAG, "policies.runners.hidden=[8]"])
+@pytest.mark.parametrize("hidden", ["[8]", "[8, 8]"])  # fewer layers; narrower layers
+def test_a_load_that_does_not_fit_leaves_the_trainer_as_it_was(hidden, tmp_path):
+    other = Trainer("tag_continuous", gpu=False,
+                    sets=[*TINY_TAG, f"policies.runners.hidden={hidden}"])
     path = other.save(tmp_path / "other.safetensors")
     trainer = Trainer("tag_continuous", gpu=False, sets=TINY_TAG)
     trainer.train(1, progress=False)
     before = trainer.state_dict()
     with pytest.raises(TrainError, match="learners.runners.policy.* the policy 'runners' "
-                                         "differs"):
+                                         "differs \\(policies.runners.hidden"):
         trainer.load(path)
     assert same_state(trainer.state_dict(), before)
 

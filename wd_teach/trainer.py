@@ -470,10 +470,12 @@ def _check_same_layout(mine, theirs, key: str, path) -> None:
             raise TrainError(f"{path}: {key} is {tuple(theirs.shape)} {theirs.dtype}, this "
                              f"trainer's {tuple(mine.shape)} {mine.dtype}{_hint(key)}.")
     elif isinstance(mine, dict):
-        if not isinstance(theirs, dict) or set(theirs) != set(mine):
-            have = sorted(map(str, theirs)) if isinstance(theirs, dict) else theirs
-            raise TrainError(f"{path}: {key} holds {have}, this trainer's "
-                             f"{sorted(map(str, mine))}{_hint(key)}.")
+        if not isinstance(theirs, dict):
+            raise TrainError(f"{path}: {key} is {type(theirs).__name__}, a dict is needed.")
+        lacks, extra = set(mine) - set(theirs), set(theirs) - set(mine)
+        if lacks or extra:
+            raise TrainError(f"{path}: {key} does not fit this trainer's: it lacks "
+                             f"{_names(lacks)} and has {_names(extra)} besides{_hint(key)}.")
         for k, value in mine.items():
             _check_same_layout(value, theirs[k], f"{key}.{k}", path)
     elif isinstance(mine, (list, tuple)):
@@ -514,9 +516,16 @@ def _check_optimizer(optimizer: torch.optim.Optimizer, theirs, key: str, path) -
 def _hint(key: str) -> str:
     """Why a learner's layout may differ: the usual cause, said after the facts."""
     if key.startswith("learners."):
-        return (f": the policy {key.split('.')[1]!r} differs (policies.*.hidden or the "
-                "algorithm's settings)")
+        name = key.split(".")[1]
+        return (f": the policy {name!r} differs (policies.{name}.hidden or the algorithm's "
+                "settings)")
     return ""
+
+
+def _names(keys: set) -> str:
+    """A few names for a message, or 'nothing'."""
+    shown = sorted(map(str, keys))
+    return ", ".join(shown[:6]) + (", ..." if len(shown) > 6 else "") if shown else "nothing"
 
 
 def _describe(groups: dict) -> str:
