@@ -375,3 +375,20 @@ def test_a_run_killed_mid_training_leaves_its_last_checkpoint_loadable(tmp_path)
     assert all(p.startswith(".") for p in leftovers)  # hidden, never checkpoint*.safetensors
     # The killed run's folder is a run: a new one is refused, --resume goes on from it.
     assert main(["train", "cartpole", "--iterations", "1", *TINY_CLI, "--out", str(out)]) == 2
+
+
+def test_a_lightning_checkpoint_is_read_without_running_code(tmp_path):
+    """Lightning's checkpoints are pickles: read with torch's weights-only unpickler."""
+    from wd_teach.lightning import TrainingModule
+
+    module = TrainingModule("cartpole", gpu=False, sets=TINY_SETS)
+    torch.save(RunsCode(tmp_path / "ran"), tmp_path / "evil.ckpt")
+    (tmp_path / "random.ckpt").write_bytes(np.random.default_rng(0).bytes(512))
+    torch.save({"state_dict": {}}, tmp_path / "other.ckpt")
+    for name, says in [("evil.ckpt", "holds more than weights"),
+                       ("random.ckpt", "is not a readable Lightning checkpoint"),
+                       ("other.ckpt", "not a Lightning checkpoint of a wd-teach"),
+                       ("none.ckpt", "no Lightning checkpoint at")]:
+        with pytest.raises(TrainError, match=f"{name}.*{says}|{says}.*{name}"):
+            module.load_lightning_checkpoint(tmp_path / name)
+    assert not (tmp_path / "ran").exists()
