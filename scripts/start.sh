@@ -6,12 +6,13 @@
 #
 # The main job checks the machine (wd-teach doctor) and trains CartPole end to end with PPO
 # (wd-teach train): on a GPU with its kernels, on a CPU with the NumPy env at toy size (about
-# a minute on two cores). Metrics, a learning curve and a checkpoint land in runs/cartpole/.
+# a minute on two cores). Metrics, a learning curve and a checkpoint land in runs/cartpole/;
+# run it again and --force replaces that run (wd-teach train never overwrites a run unasked).
 # `wd-teach demo` (a kernel on every backend, checked against NumPy) is still there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/venv.sh "${EXTRAS:-}"
 wd-teach doctor
-wd-teach train cartpole --out runs/cartpole
+wd-teach train cartpole --out runs/cartpole --force  # re-running replaces the last quick-start run
 echo
 echo "Next: jupyter lab notebooks/   (start with 00_welcome.ipynb)"

@@ -9,7 +9,9 @@
                                with its default config; metrics, a learning curve and
                                checkpoints go to --out; --gpus N trains on N GPUs, one
                                process each, the gradients averaged (wd_teach.distributed);
-                               --envs auto: as many envs as fit the GPU (wd_teach.autoscale)
+                               --envs auto: as many envs as fit the GPU (wd_teach.autoscale);
+                               a folder that holds a run is never overwritten (--force
+                               replaces it; --resume goes on from it)
     wd-teach bench [WHAT]      throughput against envs and agents: env, sampler, rollout,
                                train or all (wd_teach.bench); a table, and JSON with --out
 """
@@ -84,8 +86,16 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
+    """A new run, or with --resume one that goes on. Every refusal comes before anything
+    is written, and a folder that holds a run is never overwritten unless --force."""
+    from wd_teach.runs import check_run_folder
     from wd_teach.trainer import Trainer
 
+    _check_iterations(args.iterations)
+    if args.resume:
+        return _resume(args)
+    out = Path(args.out or Path("runs") / args.env)
+    check_run_folder(out, args.env, force=args.force)
     overrides: dict = {}
     if args.backend:
         overrides.setdefault("env", {})["backend"] = args.backend
@@ -96,15 +106,79 @@ def _train(args: argparse.Namespace) -> int:
     if args.seed is not None:
         overrides.setdefault("trainer", {})["seed"] = args.seed
     if args.gpus != 1:
-        return _train_data_parallel(args, overrides)
-    if args.resume:
-        trainer = Trainer.from_checkpoint(args.resume)
-    else:
-        trainer = Trainer(args.config or args.env, overrides={"env": {"name": args.env},
-                                                               **overrides}, sets=args.set)
-    out = Path(args.out or Path("runs") / trainer.config.env.name)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.yaml").write_text(trainer.config.to_yaml())
+        return _train_data_parallel(args, overrides, out)
+    trainer = Trainer(args.config or args.env, overrides={"env": {"name": args.env},
+                                                           **overrides}, sets=args.set)
+    return _train_into(trainer, out, args)
+
+
+def _resume(args: argparse.Namespace) -> int:
+    """--resume CHECKPOINT (or a run folder: its latest checkpoint). By default the run
+    goes on in the checkpoint's own folder; --out writes it elsewhere."""
+    from wd_teach.checkpoint import read_checkpoint
+    from wd_teach.errors import TrainError
+    from wd_teach.runs import check_run_folder, checkpoint_to_resume
+    from wd_teach.trainer import Trainer
+
+    _refuse_what_a_checkpoint_fixes(args)
+    checkpoint = checkpoint_to_resume(args.resume)
+    theirs = read_checkpoint(checkpoint).get("env")
+    if theirs != args.env:
+        raise TrainError(f"--resume {checkpoint} is a checkpoint of {theirs!r}, but the "
+                         f"command names {args.env!r}: write `wd-teach train {theirs} "
+                         f"--resume {checkpoint}`.")
+    out = Path(args.out) if args.out else checkpoint.parent
+    check_run_folder(out, args.env, force=args.force, resuming=checkpoint)
+    return _train_into(Trainer.from_checkpoint(checkpoint), out, args)
+
+
+#: What a checkpoint fixes, so --resume cannot change it: each flag and why.
+FIXED_BY_A_CHECKPOINT = {
+    "--envs": "the checkpoint holds the envs' state at their number",
+    "--seed": "the checkpoint holds the random streams the run's seed started",
+    "--set": "the checkpoint holds the run's config",
+    "--config": "the checkpoint holds the run's config",
+    "--backend": "the checkpoint's config names the backend its env state and random "
+                 "streams come from",
+    "--gpus": "a checkpoint holds one process's envs, so it goes on with one GPU",
+}
+
+
+def _refuse_what_a_checkpoint_fixes(args: argparse.Namespace) -> None:
+    """--resume goes on exactly as the run would have: refuse, in one message, every flag
+    given that would change what the checkpoint fixes (--iterations, --out, --quiet,
+    --profile and --force apply)."""
+    from wd_teach.errors import TrainError
+
+    given = {"--envs": args.envs is not None, "--seed": args.seed is not None,
+             "--set": bool(args.set), "--config": args.config is not None,
+             "--backend": args.backend is not None, "--gpus": args.gpus != 1}
+    refused = [f"{flag} ({FIXED_BY_A_CHECKPOINT[flag]})" for flag, is_given in given.items()
+               if is_given]
+    if refused:
+        raise TrainError(f"--resume goes on exactly as the checkpoint's run would have, so it "
+                         f"does not take {'; '.join(refused)}. Leave them out to go on, or "
+                         "start a new run with them (without --resume).")
+
+
+def _check_iterations(iterations: int | None) -> None:
+    """--iterations: leave it out for the config's trainer.iterations, or at least 1."""
+    from wd_teach.errors import TrainError
+
+    if iterations is not None and iterations < 1:
+        raise TrainError(f"--iterations {iterations}: a run needs at least 1 iteration. "
+                         "Leave it out for the config's trainer.iterations.")
+
+
+def _train_into(trainer, out: Path, args: argparse.Namespace) -> int:
+    """Train and write the run's files into `out`, a folder check_run_folder allowed;
+    with --force, the old run's files are deleted first so the two are never mixed."""
+    from wd_teach.files import write_text
+    from wd_teach.runs import clear_run_folder
+
+    if args.force:
+        clear_run_folder(out)
+    write_text(out / "config.yaml", trainer.config.to_yaml())
     where = "GPU" if trainer.device.type == "cuda" else "CPU"
     print(f"{trainer}\non the {where}; writing to {out}/")
     trainer.train(args.iterations, progress=not args.quiet, profile=args.profile, out=out)
@@ -113,21 +187,19 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _train_data_parallel(args: argparse.Namespace, overrides: dict) -> int:
+def _train_data_parallel(args: argparse.Namespace, overrides: dict, out: Path) -> int:
     """--gpus N: N processes, one GPU each (wd_teach.distributed); rank 0 writes."""
     from wd_teach.config import load_config
     from wd_teach.distributed import check_world_size, train_data_parallel
-    from wd_teach.errors import TrainError
+    from wd_teach.files import write_text
+    from wd_teach.runs import clear_run_folder
 
     check_world_size(args.gpus, gpu=True)
-    if args.resume:
-        raise TrainError("--resume goes on with one GPU: a checkpoint holds one rank's envs. "
-                         "Leave out --gpus, or start a new run on several GPUs.")
     config = load_config(args.config or args.env, overrides={"env": {"name": args.env},
                                                               **overrides}, sets=args.set)
-    out = Path(args.out or Path("runs") / config.env.name)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.yaml").write_text(config.to_yaml())
+    if args.force:
+        clear_run_folder(out)
+    write_text(out / "config.yaml", config.to_yaml())
     print(f"{config.env.name}, {config.algorithm_name}: {args.gpus} GPUs x "
           f"{config.env.num_envs} envs, seeds {config.trainer.seed} to "
           f"{config.trainer.seed + args.gpus - 1}; writing to {out}/")
@@ -183,11 +255,11 @@ def _write_results(history: list[dict], config, groups: list[str], out: Path,
     report.write_json(history, out / "metrics.json", config=config.to_dict())
     ax = report.plot_learning_curves(history, groups,
                                      f"{config.env.name}, {config.algorithm_name}")
-    ax.figure.savefig(out / "learning_curve.png", dpi=100, bbox_inches="tight")
+    report.save_figure(ax.figure, out / "learning_curve.png")
     plt.close(ax.figure)
     if profile:
         ax = report.plot_time_breakdown(history)
-        ax.figure.savefig(out / "time_breakdown.png", dpi=100, bbox_inches="tight")
+        report.save_figure(ax.figure, out / "time_breakdown.png")
         plt.close(ax.figure)
     last = history[-1]
     for group in groups:
@@ -214,9 +286,18 @@ def main(argv: list[str] | None = None) -> int:
                        help="default: PyCUDA or Numba on a GPU, the NumPy env on a CPU")
     train.add_argument("--envs", type=_envs_count, metavar="N|auto",
                        help="environments stepped together; auto: as many as fit the GPU")
-    train.add_argument("--iterations", type=int, help="rollout-and-update iterations")
+    train.add_argument("--iterations", type=int,
+                       help="rollout-and-update iterations, at least 1 (default: the "
+                            "config's trainer.iterations)")
     train.add_argument("--config", help="a YAML file laid over the env's defaults")
-    train.add_argument("--out", help="output folder (default: runs/ENV)")
+    train.add_argument("--out", metavar="DIR",
+                       help="output folder (default: runs/ENV; with --resume, the "
+                            "checkpoint's folder). A folder that already holds a run is "
+                            "refused, never overwritten: choose another, --resume it, or "
+                            "--force")
+    train.add_argument("--force", action="store_true",
+                       help="replace the run in the output folder: its files are deleted "
+                            "first (only a run's files), so the two runs are never mixed")
     train.add_argument("--seed", type=int)
     train.add_argument("--gpus", type=int, default=1, metavar="N",
                        help="train on N GPUs, one process each, the gradients averaged "
@@ -225,7 +306,10 @@ def main(argv: list[str] | None = None) -> int:
                        help="change one setting, e.g. --set trainer.lr=1e-3 (repeatable)")
     train.add_argument("--profile", action="store_true",
                        help="time each phase (policy, sampling, env step, training)")
-    train.add_argument("--resume", metavar="CHECKPOINT", help="go on from a checkpoint")
+    train.add_argument("--resume", metavar="CHECKPOINT",
+                       help="go on from a checkpoint, or from the latest one in a run "
+                            "folder; the checkpoint fixes envs, seed and config, so --envs, "
+                            "--seed, --set, --config, --backend and --gpus are refused")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
     train.set_defaults(run=_train)
     bench = commands.add_parser("bench", help="throughput against envs and agents")

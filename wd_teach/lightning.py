@@ -121,13 +121,35 @@ class TrainingModule(pl.LightningModule):
         """Go on from a checkpoint a fit wrote: the next fit continues the run exactly.
         (Lightning's own `fit(ckpt_path=...)` would restore the finished epoch too, and
         with it the end of training.)"""
-        checkpoint = torch.load(path, map_location="cpu", weights_only=False)
+        checkpoint = _read_lightning_checkpoint(path)
         self.on_load_checkpoint(checkpoint)
         return self
 
     @property
     def history(self) -> list[dict]:
         return self.run.history
+
+
+def _read_lightning_checkpoint(path) -> dict:
+    """A checkpoint Lightning wrote (a pickle, its format), read with `weights_only=True`:
+    torch's restricted unpickler, which builds tensors, numbers, strings and containers and
+    refuses anything else, so a stranger's file cannot run code. Bad files: a TrainError."""
+    from pickle import UnpicklingError
+
+    from wd_teach.errors import TrainError
+
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise TrainError(f"no Lightning checkpoint at {path}: no such file.") from None
+    except (UnpicklingError, RuntimeError, EOFError, OSError, ValueError) as err:
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise TrainError(f"{path} is not a readable Lightning checkpoint: it is cut short, "
+                         f"damaged or holds more than weights ({first}).") from None
+    if not isinstance(checkpoint, dict) or STATE_KEY not in checkpoint:
+        raise TrainError(f"{path} is not a Lightning checkpoint of a wd-teach TrainingModule "
+                         f"(it has no {STATE_KEY!r}).")
+    return checkpoint
 
 
 def make_lightning_trainer(module: TrainingModule, iterations: int | None = None, *,

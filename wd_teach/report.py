@@ -2,7 +2,8 @@
 
 The history of a run is a list of rows, one per iteration, keyed as in `Trainer.iterate`
 (`cart/return`, `time/policy`, ...). These functions write it and draw it; the CLI, the
-notebooks and the benchmark all call them.
+notebooks and the benchmark all call them. Every file is written whole or not at all
+(wd_teach.files.atomic_write): a run killed mid-write leaves the previous file, never half.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib import pyplot as plt
 
+from wd_teach.files import atomic_write
 from wd_teach.metrics import PHASES
 
 
@@ -28,7 +30,7 @@ def columns(history: list[dict]) -> list[str]:
 
 def write_csv(history: list[dict], path: str | Path) -> Path:
     path = Path(path)
-    with path.open("w", newline="") as f:
+    with atomic_write(path) as temporary, temporary.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=columns(history))
         writer.writeheader()
         writer.writerows(history)
@@ -40,7 +42,17 @@ def write_json(history: list[dict], path: str | Path, **extra) -> Path:
     clean = [{k: (None if isinstance(v, float) and not math.isfinite(v) else v)
               for k, v in row.items()} for row in history]
     path = Path(path)
-    path.write_text(json.dumps({**extra, "history": clean}, indent=1))
+    with atomic_write(path) as temporary:
+        temporary.write_text(json.dumps({**extra, "history": clean}, indent=1))
+    return path
+
+
+def save_figure(figure, path: str | Path, dpi: int = 100) -> Path:
+    """A matplotlib figure as a PNG, whole or not at all. The format is named, since the
+    temporary file's name does not end in .png."""
+    path = Path(path)
+    with atomic_write(path) as temporary:
+        figure.savefig(temporary, format="png", dpi=dpi, bbox_inches="tight")
     return path
 
 

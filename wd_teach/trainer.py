@@ -8,13 +8,15 @@ come to the host in one copy: the only synchronisation of a normal iteration. Wi
 
     trainer = Trainer("cartpole")                  # the defaults in configs/cartpole.yaml
     trainer.train(50)                              # a progress bar; trainer.history grows
-    trainer.save("run/checkpoint.pt")              # model, optimiser, RNGs, env, history
-    trainer = Trainer.from_checkpoint("run/checkpoint.pt")   # ... and on, bit for bit
+    trainer.save("run/checkpoint.safetensors")     # model, optimiser, RNGs, env, history
+    trainer = Trainer.from_checkpoint("run/checkpoint.safetensors")   # ... and on, bit for bit
     result = trainer.evaluate(record=True)         # argmax actions; frames of one env
 
 A run is seeded: weights, the envs' initial states, the sampler's and torch's random numbers
 all follow from `trainer.seed`, and a checkpoint holds every one of their states, so a run
-resumed from a checkpoint goes on exactly as the uninterrupted run would have.
+resumed from a checkpoint goes on exactly as the uninterrupted run would have. Checkpoints
+are safetensors files that load without running code (wd_teach/checkpoint.py), and a load
+is all or nothing: a checkpoint that does not fit is refused before the trainer changes.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import torch
 
 from wd_teach.acting import make_acting, random_actions
 from wd_teach.algorithms import ALGORITHMS
+from wd_teach.checkpoint import SUFFIX, read_checkpoint, write_checkpoint
 from wd_teach.config import TrainConfig, load_config, make_env, resolve_agents
 from wd_teach.device import gpu_available
 from wd_teach.errors import ConfigError, LaunchError, TrainError
@@ -39,7 +42,10 @@ from wd_teach.rollout import Rollout
 from wd_teach.speed import maybe_graphed, precision_context
 from wd_teach.wrapper import EnvWrapper
 
-CHECKPOINT_FORMAT = 1
+CHECKPOINT_FORMAT = 2  # wd_teach.checkpoint.FORMAT_VERSION: safetensors + JSON
+#: The parts of a state dict (Trainer.state_dict) a checkpoint must hold.
+STATE_PARTS = ("format", "env", "config", "groups", "iteration", "env_steps", "history",
+               "learners", "acting", "store", "stats", "generator", "torch_rng")
 #: Store arrays that a Tag game keeps, from which the rollout counts runners caught.
 RUNNERS_LEFT = "runners_left"
 
@@ -204,6 +210,8 @@ class Trainer:
         from tqdm.auto import tqdm
 
         iterations = self.config.trainer.iterations if iterations is None else int(iterations)
+        if iterations < 0:
+            raise TrainError(f"train({iterations}): iterations cannot be negative.")
         every = self.config.trainer.checkpoint_every
         bar = tqdm(range(iterations), disable=not progress, unit="it",
                    desc=f"{self.config.env.name} {self.config.algorithm_name}")
@@ -215,9 +223,9 @@ class Trainer:
                 break
             bar.set_postfix(self.summary(row), refresh=False)
             if out is not None and every and self.iteration % every == 0:
-                self.save(Path(out) / f"checkpoint_{self.iteration:05d}.pt")
+                self.save(Path(out) / f"checkpoint_{self.iteration:05d}{SUFFIX}")
         if out is not None:
-            self.save(Path(out) / "checkpoint.pt")
+            self.save(Path(out) / f"checkpoint{SUFFIX}")
         return self.history
 
     def summary(self, row: dict) -> dict[str, str]:
@@ -338,17 +346,31 @@ class Trainer:
         }
 
     def save(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save(self.state_dict(), path)
-        return path
+        """Write a checkpoint (name it *.safetensors): whole or not at all, so a crash while
+        writing leaves the file that was there before."""
+        return write_checkpoint(self.state_dict(), path)
 
     def load(self, path: str | Path) -> Trainer:
         """Go on from a checkpoint of this same run (same env, policies, sizes)."""
         return self.load_state_dict(read_checkpoint(path), where=str(path))
 
     def load_state_dict(self, state: dict, where: str = "the checkpoint") -> Trainer:
+        """Go on from `state`, all or nothing. Everything is checked before anything
+        changes; should setting it still fail half way, the trainer is put back exactly as
+        it was, so a failed load never leaves a trainer half one run, half another."""
         self._check_compatible(state, where)
+        before = self.state_dict()
+        try:
+            self._set_state(state)
+        except Exception as err:
+            self._set_state(before)
+            raise TrainError(f"loading {where} failed half way ({type(err).__name__}: "
+                             f"{err}); the trainer is back as it was before the load.") from err
+        return self
+
+    def _set_state(self, state: dict) -> None:
+        """Copy a checked state into the trainer: in place where the rollout and CUDA
+        graphs hold the tensors (store arrays, weights), set otherwise."""
         for name, learner in self.learners.items():
             learner.load_state_dict(state["learners"][name])
         self.acting.load_state_dict(state["acting"])
@@ -359,15 +381,24 @@ class Trainer:
         torch.set_rng_state(state["torch_rng"])
         self.iteration, self.env_steps = state["iteration"], state["env_steps"]
         self.history = [dict(row) for row in state["history"]]
-        return self
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, gpu: bool | None = None) -> Trainer:
         """A trainer built from the config a checkpoint holds, and loaded from it."""
         state = read_checkpoint(path)
-        return cls(state["config"], gpu=gpu).load(path)
+        if not isinstance(state.get("config"), dict):
+            raise TrainError(f"{path} holds no run config: it is not a whole wd-teach "
+                             "training checkpoint.")
+        return cls(state["config"], gpu=gpu).load_state_dict(state, where=str(path))
 
     def _check_compatible(self, state: dict, path) -> None:
+        """Refuse a state that does not fit this trainer, before anything is changed: its
+        parts, env, policies, algorithm, store arrays, and the layout (names, shapes,
+        dtypes) of every learner's, the acting's, the statistics' and the RNGs' tensors."""
+        missing = [part for part in STATE_PARTS if part not in state]
+        if missing:
+            raise TrainError(f"{path} lacks {', '.join(missing)}: it is not a whole wd-teach "
+                             "training checkpoint.")
         mine, theirs = self.config.env.name, state["env"]
         if theirs != mine:
             raise TrainError(f"{path} is a checkpoint of {theirs!r}, but this trainer runs "
@@ -382,13 +413,51 @@ class Trainer:
         if algorithm != self.config.algorithm_name:
             raise TrainError(f"{path} was trained with {algorithm}, this trainer runs "
                              f"{self.config.algorithm_name}.")
+        self._check_store(state["store"], path)
+        for name in ("iteration", "env_steps"):
+            if not isinstance(state[name], int) or state[name] < 0:
+                raise TrainError(f"{path}: {name} is {state[name]!r}, not a count.")
+        if not isinstance(state["history"], list):
+            raise TrainError(f"{path}: the history is not a list of rows.")
+        mine_now = self.state_dict()
+        if set(state["learners"]) != set(self.learners):
+            raise TrainError(f"{path} has learners for {sorted(state['learners'])}, this "
+                             f"trainer for {sorted(self.learners)}.")
+        for name, learner in self.learners.items():
+            for part, value in mine_now["learners"][name].items():
+                key = f"learners.{name}.{part}"
+                theirs = state["learners"][name].get(part)
+                if part in learner.optimizer_names:
+                    _check_optimizer(getattr(learner, part), theirs, key, path)
+                else:
+                    _check_same_layout(value, theirs, key, path)
+        for part in ("acting", "stats", "generator", "torch_rng"):
+            _check_same_layout(mine_now[part], state[part], part, path)
+
+    def _check_store(self, arrays: dict, path) -> None:
+        """Every array of this trainer's store, and no other, of the same shape and dtype:
+        a checkpoint that lacks one would leave that part of the env as it is now."""
         store = self.wrapper.store
-        for name, array in state["store"].items():
-            if name not in store.names or tuple(store[name].shape) != tuple(array.shape):
-                have = tuple(store[name].shape) if name in store.names else "nothing"
-                raise TrainError(f"{path} holds {name!r} of shape {tuple(array.shape)}, this "
-                                 f"trainer {have}: the env's sizes differ (env.num_envs or "
-                                 "env.params).")
+        wanted = {n for n in store.names if not n.endswith("_pristine")}
+        missing, extra = sorted(wanted - set(arrays)), sorted(set(arrays) - wanted)
+        if missing:
+            raise TrainError(f"{path} lacks the store array(s) {', '.join(missing)} that this "
+                             "trainer's env has: the checkpoint is incomplete or of another "
+                             "env version.")
+        if extra:
+            raise TrainError(f"{path} holds store array(s) {', '.join(extra)} that this "
+                             "trainer's env does not have: it is of another env or env "
+                             "version.")
+        for name in sorted(wanted):
+            array, have = arrays[name], store[name]
+            if not isinstance(array, torch.Tensor) or tuple(array.shape) != tuple(have.shape):
+                shape = tuple(array.shape) if isinstance(array, torch.Tensor) else "no tensor"
+                raise TrainError(f"{path} holds {name!r} of shape {shape}, this trainer "
+                                 f"{tuple(have.shape)}: the env's sizes differ (env.num_envs "
+                                 "or env.params).")
+            if array.dtype != have.dtype:
+                raise TrainError(f"{path} holds {name!r} as {array.dtype}, this trainer's "
+                                 f"store as {have.dtype}.")
 
     def __repr__(self) -> str:
         groups = ", ".join(f"{g.name} ({g.size} agents)" for g in self.groups)
@@ -409,15 +478,72 @@ class Evaluation:
     random: tuple[str, ...] = ()
 
 
-def read_checkpoint(path: str | Path) -> dict:
-    path = Path(path)
-    if not path.is_file():
-        raise TrainError(f"no checkpoint at {path}.")
-    state = torch.load(path, map_location="cpu", weights_only=False)
-    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
-        raise TrainError(f"{path} is not a wd-teach training checkpoint (format "
-                         f"{CHECKPOINT_FORMAT}). Make one with Trainer.save().")
-    return state
+def _check_same_layout(mine, theirs, key: str, path) -> None:
+    """`theirs` has the layout of `mine`: the same dict keys and list lengths, tensors of
+    the same shape and dtype, other values of the same type. The message names the key."""
+    if isinstance(mine, torch.Tensor):
+        if not isinstance(theirs, torch.Tensor):
+            raise TrainError(f"{path}: {key} is {type(theirs).__name__}, a tensor is needed.")
+        if tuple(theirs.shape) != tuple(mine.shape) or theirs.dtype != mine.dtype:
+            raise TrainError(f"{path}: {key} is {tuple(theirs.shape)} {theirs.dtype}, this "
+                             f"trainer's {tuple(mine.shape)} {mine.dtype}{_hint(key)}.")
+    elif isinstance(mine, dict):
+        if not isinstance(theirs, dict):
+            raise TrainError(f"{path}: {key} is {type(theirs).__name__}, a dict is needed.")
+        lacks, extra = set(mine) - set(theirs), set(theirs) - set(mine)
+        if lacks or extra:
+            raise TrainError(f"{path}: {key} does not fit this trainer's: it lacks "
+                             f"{_names(lacks)} and has {_names(extra)} besides{_hint(key)}.")
+        for k, value in mine.items():
+            _check_same_layout(value, theirs[k], f"{key}.{k}", path)
+    elif isinstance(mine, (list, tuple)):
+        if not isinstance(theirs, (list, tuple)) or len(theirs) != len(mine):
+            raise TrainError(f"{path}: {key} does not have this trainer's {len(mine)} "
+                             "entries.")
+        for i, (value, other) in enumerate(zip(mine, theirs, strict=True)):
+            _check_same_layout(value, other, f"{key}.{i}", path)
+    elif mine is not None and type(theirs) is not type(mine):
+        raise TrainError(f"{path}: {key} is {theirs!r}, this trainer's is a "
+                         f"{type(mine).__name__}.")
+
+
+def _check_optimizer(optimizer: torch.optim.Optimizer, theirs, key: str, path) -> None:
+    """An optimiser state that fits: as many parameter groups and parameters, and per
+    parameter, moments of that parameter's shape. (A fresh optimiser has no moments yet,
+    so they are compared with the parameters, not with this optimiser's state.)"""
+    if not isinstance(theirs, dict) or not {"state", "param_groups"} <= set(theirs):
+        raise TrainError(f"{path}: {key} is not an optimiser state.")
+    groups = optimizer.param_groups
+    if [len(g["params"]) for g in theirs["param_groups"]] != [len(g["params"]) for g in groups]:
+        raise TrainError(f"{path}: {key} optimises other parameters than this trainer's "
+                         f"{_hint(key)}.")
+    params = dict(zip([i for g in theirs["param_groups"] for i in g["params"]],
+                      [p for g in groups for p in g["params"]], strict=True))
+    for index, moments in theirs["state"].items():
+        if index not in params:
+            raise TrainError(f"{path}: {key} has state for a parameter {index!r} it does not "
+                             "optimise.")
+        for name, value in moments.items():
+            if isinstance(value, torch.Tensor) and value.dim() and value.shape != params[
+                    index].shape:
+                raise TrainError(f"{path}: {key}.state.{index}.{name} is "
+                                 f"{tuple(value.shape)}, its parameter "
+                                 f"{tuple(params[index].shape)}{_hint(key)}.")
+
+
+def _hint(key: str) -> str:
+    """Why a learner's layout may differ: the usual cause, said after the facts."""
+    if key.startswith("learners."):
+        name = key.split(".")[1]
+        return (f": the policy {name!r} differs (policies.{name}.hidden or the algorithm's "
+                "settings)")
+    return ""
+
+
+def _names(keys: set) -> str:
+    """A few names for a message, or 'nothing'."""
+    shown = sorted(map(str, keys))
+    return ", ".join(shown[:6]) + (", ..." if len(shown) > 6 else "") if shown else "nothing"
 
 
 def _describe(groups: dict) -> str:

@@ -70,7 +70,7 @@ def test_moved_weights_are_recorded_again(tmp_path):
     the recording would read freed memory, so it is made again."""
     trainer = tag("numba")
     trainer.train(3, progress=False)
-    path = trainer.save(tmp_path / "run.pt")
+    path = trainer.save(tmp_path / "run.safetensors")
     straight = tag("numba")
     straight.train(5, progress=False)
     recorded = trainer._graphed_update.graph

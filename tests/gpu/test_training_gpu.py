@@ -79,7 +79,7 @@ def test_resume_on_the_gpu(tmp_path):
     straight.train(3, progress=False)
     first = tag_trainer("numba")
     first.train(2, progress=False)
-    resumed = Trainer.from_checkpoint(first.save(tmp_path / "tag.pt"), gpu=True)
+    resumed = Trainer.from_checkpoint(first.save(tmp_path / "tag.safetensors"), gpu=True)
     resumed.train(1, progress=False)
     assert torch.equal(straight.wrapper.store["loc_x"], resumed.wrapper.store["loc_x"])
     for name, policy in straight.policies.items():

@@ -1,0 +1,190 @@
+"""Checkpoint files: every tensor in safetensors, everything else as JSON beside them.
+
+A training state (Trainer.state_dict) is a nested tree: dicts and lists of numbers,
+strings and tensors (weights, optimiser moments, the env's arrays, RNG states). A pickle
+(torch.save) would store it in one line, but reading a pickle runs whatever code the file
+asks for: a checkpoint from a stranger could do anything. safetensors stores only tensors
+(a JSON header and raw bytes), and any tool of the ecosystem reads it without running code.
+
+So a checkpoint is one .safetensors file:
+
+* its tensors are the tree's tensors, each under its dotted place in the tree
+  (`learners.cart.policy.body.0.weight`);
+* its metadata (a str -> str dict in the header) holds the rest of the tree as JSON, with
+  each tensor replaced by a reference `{"$tensor": "learners.cart.policy.body.0.weight"}`.
+
+JSON knows only str-keyed dicts, lists, numbers, strings, booleans and null, so the two
+other things a state holds are marked too: a tuple `{"$tuple": [...]}`, a dict with integer
+keys (an optimiser's state per parameter) `{"$int_keys": {"0": ...}}`.
+
+The file is written whole or not at all (wd_teach.files.atomic_write), and reading it
+checks everything it can: a file that is missing, cut short, random bytes, a pickle, or a
+safetensors file from elsewhere is refused with a TrainError that says which.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
+
+from wd_teach.errors import TrainError
+from wd_teach.files import atomic_write
+
+#: What the metadata says about a wd-teach checkpoint, so a foreign file is told apart.
+FORMAT_NAME = "wd-teach training checkpoint"
+FORMAT_VERSION = 2  # 1 was a pickle (checkpoint.pt), no longer read
+SUFFIX = ".safetensors"
+TENSOR, TUPLE, INT_KEYS = "$tensor", "$tuple", "$int_keys"
+#: The first bytes of what torch.save writes: a zip archive, or a bare pickle.
+PICKLE_STARTS = (b"PK\x03\x04", b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
+
+
+def write_checkpoint(state: dict, path: str | Path) -> Path:
+    """Write a state tree to `path` as safetensors + JSON metadata, atomically."""
+    path = Path(path)
+    tensors: dict[str, torch.Tensor] = {}
+    tree = to_json_tree(state, "", tensors)
+    metadata = {"format": FORMAT_NAME, "version": str(FORMAT_VERSION),
+                "iteration": str(state.get("iteration", "")), "state": json.dumps(tree)}
+    with atomic_write(path) as temporary:
+        save_file(tensors, temporary, metadata=metadata)
+    return path
+
+
+def read_checkpoint(path: str | Path) -> dict:
+    """The state tree a checkpoint holds, tensors on the CPU. Raises TrainError, naming the
+    file, for anything that is not a whole wd-teach checkpoint."""
+    path = Path(path)
+    if not path.is_file():
+        raise TrainError(f"no checkpoint at {path}: no such file. Checkpoints are the "
+                         f"checkpoint*{SUFFIX} files in a run's --out folder.")
+    metadata, tensors = _read_safetensors(path)
+    if metadata.get("format") != FORMAT_NAME:
+        raise TrainError(f"{path} is a safetensors file, but not a wd-teach training "
+                         f"checkpoint (its metadata has no format {FORMAT_NAME!r}). Make one "
+                         "with Trainer.save() or `wd-teach train`.")
+    if metadata.get("version") != str(FORMAT_VERSION):
+        raise TrainError(f"{path} is a wd-teach checkpoint of format version "
+                         f"{metadata.get('version')}; this wd-teach reads version "
+                         f"{FORMAT_VERSION}. Train again with this version.")
+    try:
+        tree = json.loads(metadata["state"])
+    except (KeyError, json.JSONDecodeError) as err:
+        raise TrainError(f"{path} is damaged: the JSON part of the checkpoint (its 'state' "
+                         f"metadata) cannot be read ({err}).") from None
+    used: set[str] = set()
+    state = from_json_tree(tree, tensors, used, path)
+    unused = sorted(set(tensors) - used)
+    if unused:
+        raise TrainError(f"{path} is damaged: it holds tensors its JSON part never names: "
+                         f"{', '.join(unused[:5])}.")
+    if not isinstance(state, dict):
+        raise TrainError(f"{path} is damaged: its state is not a dict.")
+    return state
+
+
+def to_json_tree(value, key: str, tensors: dict[str, torch.Tensor]):
+    """`value` with every tensor moved into `tensors` (under its dotted `key`) and replaced
+    by a reference; tuples and integer-keyed dicts marked, the rest as JSON has it."""
+    if isinstance(value, torch.Tensor):
+        if key in tensors:
+            raise TrainError(f"two tensors of the state share the name {key!r}; rename one.")
+        # A copy of its own on the CPU: safetensors refuses tensors that share memory.
+        tensors[key] = value.detach().to("cpu", copy=True).contiguous()
+        return {TENSOR: key}
+    if isinstance(value, dict):
+        if all(isinstance(k, int) and not isinstance(k, bool) for k in value) and value:
+            return {INT_KEYS: {str(k): to_json_tree(v, _join(key, k), tensors)
+                               for k, v in value.items()}}
+        for k in value:
+            if not isinstance(k, str) or k.startswith("$"):
+                raise TrainError(f"cannot store the key {k!r} at {key or 'the top'} of the "
+                                 "state: keys are strings not starting with '$'.")
+        return {k: to_json_tree(v, _join(key, k), tensors) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return {TUPLE: [to_json_tree(v, _join(key, i), tensors) for i, v in enumerate(value)]}
+    if isinstance(value, list):
+        return [to_json_tree(v, _join(key, i), tensors) for i, v in enumerate(value)]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise TrainError(f"cannot store {key} in a checkpoint: a {type(value).__name__}. A state "
+                     "holds tensors, dicts, lists, tuples, numbers, strings and None.")
+
+
+def from_json_tree(tree, tensors: dict[str, torch.Tensor], used: set[str], path):
+    """The inverse of `to_json_tree`: references replaced by the tensors they name."""
+    if isinstance(tree, list):
+        return [from_json_tree(v, tensors, used, path) for v in tree]
+    if not isinstance(tree, dict):
+        return tree
+    if TENSOR in tree:
+        name = tree[TENSOR]
+        if name not in tensors:
+            raise TrainError(f"{path} is damaged: its JSON part names the tensor {name!r}, "
+                             "which the file does not hold.")
+        used.add(name)
+        return tensors[name]
+    if TUPLE in tree:
+        return tuple(from_json_tree(v, tensors, used, path) for v in tree[TUPLE])
+    if INT_KEYS in tree:
+        return {int(k): from_json_tree(v, tensors, used, path)
+                for k, v in tree[INT_KEYS].items()}
+    return {k: from_json_tree(v, tensors, used, path) for k, v in tree.items()}
+
+
+def checkpoint_iteration(path: str | Path) -> int | None:
+    """The iteration a checkpoint was saved at, read from its header alone (no tensors);
+    None for a file that is not a readable wd-teach checkpoint."""
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            metadata = f.metadata() or {}
+        return int(metadata["iteration"]) if metadata.get("format") == FORMAT_NAME else None
+    except (SafetensorError, OSError, KeyError, ValueError):
+        return None
+
+
+def latest_checkpoint(folder: str | Path) -> Path:
+    """The checkpoint of the highest iteration in a run's folder (the final
+    checkpoint.safetensors, or the last checkpoint_NNNNN.safetensors of a run that was
+    stopped). Temporary files of an interrupted write (.*.tmp) are never taken."""
+    folder = Path(folder)
+    found = [(it, p.name == f"checkpoint{SUFFIX}", p) for p in folder.glob(f"checkpoint*{SUFFIX}")
+             if (it := checkpoint_iteration(p)) is not None]
+    if not found:
+        raise TrainError(f"{folder} holds no readable checkpoint (checkpoint*{SUFFIX}).")
+    return max(found)[2]
+
+
+def _read_safetensors(path: Path) -> tuple[dict[str, str], dict[str, torch.Tensor]]:
+    """The header's metadata and every tensor; a TrainError for a file safetensors cannot
+    read (a pickle, cut short, random bytes, empty). safetensors reads only a header and raw
+    bytes, so no file can make it run code."""
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            metadata = f.metadata() or {}
+            tensors = {name: f.get_tensor(name) for name in f.keys()}  # noqa: SIM118
+    except (SafetensorError, OSError, ValueError) as err:
+        if _looks_like_a_pickle(path):
+            raise TrainError(f"{path} is a PyTorch pickle (torch.save), not a wd-teach "
+                             f"checkpoint: wd-teach reads only {SUFFIX} checkpoints, since "
+                             "loading a pickle can run any code in it. Make a checkpoint "
+                             "with Trainer.save() or `wd-teach train`.") from None
+        raise TrainError(f"{path} is not a readable checkpoint: it is cut short, damaged or "
+                         f"not a safetensors file at all ({err}).") from None
+    return metadata, tensors
+
+
+def _looks_like_a_pickle(path: Path) -> bool:
+    """Whether a file starts as torch.save's files do: a zip archive, or a bare pickle
+    (protocol 2 or later). Only asked of files safetensors could not read."""
+    with open(path, "rb") as f:
+        start = f.read(4)
+    return start.startswith(PICKLE_STARTS)
+
+
+def _join(key: str, part) -> str:
+    return f"{key}.{part}" if key else str(part)
