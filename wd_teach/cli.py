@@ -3,8 +3,8 @@
     wd-teach doctor            what this machine has, and what to do about what it lacks
     wd-teach demo [--backend]  push a small particle world and step it with a kernel on
                                every backend that runs here, checked against NumPy
-    wd-teach train ENV         train on ENV (cartpole, pendulum, tag_continuous, tag_grid)
-                               with its default config; metrics, a learning curve and
+    wd-teach train ENV         train on ENV (a shipped env's name, or any env folder's
+                               path) with its default config; metrics, a learning curve and
                                checkpoints go to --out; --gpus N trains on N GPUs, one
                                process each, the gradients averaged (wd_teach.distributed);
                                --envs auto: as many envs as fit the GPU (wd_teach.autoscale)
@@ -91,7 +91,7 @@ def _train(args: argparse.Namespace) -> int:
     else:
         trainer = Trainer(args.config or args.env, overrides={"env": {"name": args.env},
                                                                **overrides}, sets=args.set)
-    out = Path(args.out or Path("runs") / trainer.config.env.name)
+    out = Path(args.out or Path("runs") / Path(trainer.config.env.name).name)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(trainer.config.to_yaml())
     where = "GPU" if trainer.device.type == "cuda" else "CPU"
@@ -114,7 +114,7 @@ def _train_data_parallel(args: argparse.Namespace, overrides: dict) -> int:
                          "Leave out --gpus, or start a new run on several GPUs.")
     config = load_config(args.config or args.env, overrides={"env": {"name": args.env},
                                                               **overrides}, sets=args.set)
-    out = Path(args.out or Path("runs") / config.env.name)
+    out = Path(args.out or Path("runs") / Path(config.env.name).name)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(config.to_yaml())
     print(f"{config.env.name}, {config.algorithm_name}: {args.gpus} GPUs x "
@@ -187,6 +187,13 @@ def _write_results(history: list[dict], config, groups: list[str], out: Path,
           f"env steps/s. Files: {', '.join(sorted(p.name for p in out.iterdir()))}")
 
 
+def _env_help(what: str) -> str:
+    """The envs found here (wd_teach.registry), for --help: shipped, installed, or a folder."""
+    from wd_teach.registry import known_envs
+
+    return f"{what}: {', '.join(known_envs())}, or the path of an env folder"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="wd-teach", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -198,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--seed", type=int, default=0)
     demo.set_defaults(run=_demo)
     train = commands.add_parser("train", help="train policies on an environment")
-    train.add_argument("env", help="cartpole, pendulum, tag_continuous or tag_grid")
+    train.add_argument("env", help=_env_help("the env to train"))
     train.add_argument("--backend", choices=["pycuda", "numba", "numpy"],
                        help="default: PyCUDA or Numba on a GPU, the NumPy env on a CPU")
     train.add_argument("--envs", type=_envs_count, metavar="N|auto",
@@ -230,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="envs of the CPU baseline (default: the smallest of --envs)")
     bench.add_argument("--cpu-iterations", type=int, metavar="N",
                        help="timed calls per CPU baseline row")
-    bench.add_argument("--env", default="tag_continuous", help="tag_continuous or tag_grid")
+    bench.add_argument("--env", default="tag_continuous",
+                       help=_env_help("the env to measure (default tag_continuous)"))
     bench.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="change one setting of the env's config (repeatable)")
     bench.add_argument("--out", metavar="FILE.json", help="write the results as JSON")
