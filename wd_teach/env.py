@@ -83,6 +83,27 @@ class Tolerance:
         return f"{text} ({self.why})" if self.why else text
 
 
+@dataclass(frozen=True)
+class GymnasiumTwin:
+    """An env that re-creates a gymnasium env says so here, and tests/test_classic_control.py
+    steps the two side by side: from our start state, with our actions, the same
+    observations, rewards, terminations and truncations.
+
+    `env_id` is gymnasium's (e.g. "CartPole-v1"); `state` names our store arrays that make
+    its `state`, in its order; `steps` how many steps to compare; `rtol`, `atol` how far our
+    float32 may be from its float64, and `why`. `every_episode_terminates`: within `steps`
+    every episode ends on its own (the pole falls), which the test then checks; otherwise
+    the test cuts both at `steps` and checks that both call it a truncation."""
+
+    env_id: str
+    state: tuple[str, ...]
+    steps: int
+    rtol: float
+    atol: float
+    why: str
+    every_episode_terminates: bool = False
+
+
 class Env:
     """The base of every environment: a config, spaces, an initial state and three steps.
 
@@ -99,6 +120,8 @@ class Env:
     tolerance: ClassVar[Tolerance] = Tolerance()
     #: CUDA C files loaded before the env's own step.cu (kernels that envs share).
     shared_cuda: ClassVar[tuple[Path, ...]] = ()
+    #: The gymnasium env this one re-creates, if any, and how closely.
+    gymnasium_twin: ClassVar[GymnasiumTwin | None] = None
 
     def __init__(self, config=None, **changes):
         base = config if config is not None else self.Config()
@@ -141,6 +164,13 @@ class Env:
     def constants(self) -> dict[str, int | float]:
         """Scalars the steps take by name (num_envs, num_agents, episode_length are given)."""
         return {}
+
+    def gymnasium_action(self, action: np.ndarray):
+        """One agent's action as the gymnasium twin takes it: an int for Discrete, a float64
+        array for a Box. An env whose actions mean something else overrides this."""
+        if isinstance(self.action_space, spaces.Discrete):
+            return int(action)
+        return np.asarray(action, np.float64)
 
     # -- the three steps, found in the env's folder ----------------------------------------
 
