@@ -8,7 +8,7 @@
     tag_continuous  A2C       runners tagged per episode by the trained taggers (argmax) at
                               least twice what random taggers tag, both against random runners
 
-Each run uses its environment's default config (wd_teach/configs/*.yaml, full size on a
+Each run uses its environment's default config (envs/<env>/config.yaml, full size on a
 GPU, toy size on a CPU) through the same Trainer as the CLI and the notebooks. The table
 says, as data, whether each target was met; nothing here fails on a number. Without a GPU
 the runs are toy-sized and the targets are not expected to be met.

@@ -147,7 +147,8 @@ def test_table_has_every_row_the_ratio_and_the_breakdown(env_results, train_resu
     ({"backends": ["cuda"]}, BenchError, "unknown backend 'cuda'"),
     ({"iterations": 0}, BenchError, "iterations must be a whole number of at least 1"),
     ({"cpu_envs": [0], "cpu_baseline": True}, BenchError, "cpu_envs"),
-    ({"env": "cartpole"}, BenchError, "taggers and runners"),
+    ({"env": "cartpole", "agents": [4]}, BenchError, "only Tag games are sized by --agents"),
+    ({"env": "cartpol"}, ConfigError, "give its name .*cartpole.* or its folder's path"),
     ({"sets": ["trainer.stepz=3"]}, ConfigError, "stepz"),
 ])
 def test_bad_input_is_refused_before_anything_runs(monkeypatch, kwargs, error, words):

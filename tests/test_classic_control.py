@@ -1,23 +1,20 @@
-"""CartPole and Pendulum follow gymnasium's own CartPoleEnv and PendulumEnv: from the same
-state, with the same actions, the same trajectories (ours in float32, theirs in float64)."""
+"""Every env that declares a gymnasium twin (Env.gymnasium_twin) follows it: from the same
+state, with the same actions, the same trajectories (ours in float32, theirs in float64),
+rewards, terminations and truncations. A new env folder that declares one is tested here
+without an edit."""
 
+import gymnasium
 import numpy as np
 import pytest
-from gymnasium.envs.classic_control.cartpole import CartPoleEnv
-from gymnasium.envs.classic_control.pendulum import PendulumEnv
 
 import wd_teach
 from wd_teach.consistency import random_action_sequence
+from wd_teach.registry import find_env, shipped_envs
 from wd_teach.wrapper import EnvWrapper
-from wd_teach_envs.cartpole import CartPole
 from wd_teach_envs.pendulum import Pendulum
 
 NUM_ENVS = 3
-#: float32 against float64: a unit in the 7th digit per step, grown by the dynamics. Over
-#: 200 envs the largest difference seen was 4e-6 for CartPole (60 steps, every pole fell)
-#: and 6e-5 for Pendulum (40 steps; it keeps growing, to 2e-4 by step 60).
-CARTPOLE_STEPS, CARTPOLE_RTOL, CARTPOLE_ATOL = 60, 1e-4, 1e-5
-PENDULUM_STEPS, PENDULUM_RTOL, PENDULUM_ATOL = 40, 1e-4, 1e-4
+TWINS = [name for name in shipped_envs() if find_env(name).env_class.gymnasium_twin]
 
 
 @pytest.fixture(params=["numpy", *wd_teach.BACKENDS])
@@ -27,51 +24,55 @@ def any_backend(request):
     return request.param
 
 
-def test_cartpole_matches_gymnasium(any_backend):
-    env = CartPole()
-    wrapper = EnvWrapper(env, NUM_ENVS, any_backend, seed=3)
-    start = wrapper.store.pull("obs")[:, 0].astype(np.float64)
-    gyms = [CartPoleEnv() for _ in range(NUM_ENVS)]
-    for gym, state in zip(gyms, start, strict=True):
+def twin_pair(name, backend):
+    """Our env on `backend` and one gymnasium env per copy, each in our copy's start state.
+    An env whose episodes do not end by themselves is cut at the twin's `steps` on both
+    sides, so that the truncation is compared too."""
+    env_class = find_env(name).env_class
+    twin = env_class.gymnasium_twin
+    env = env_class() if twin.every_episode_terminates else env_class(episode_length=twin.steps)
+    wrapper = EnvWrapper(env, NUM_ENVS, backend, seed=3)
+    start = np.stack([wrapper.store.pull(s)[:, 0] for s in twin.state], axis=1)
+    gyms = []
+    for state in start.astype(np.float64):
+        gym = gymnasium.make(twin.env_id, max_episode_steps=env.episode_length)
         gym.reset(seed=0)
-        gym.state = state.copy()
+        gym.unwrapped.state = state.copy()
+        gyms.append(gym)
+    return env, twin, wrapper, gyms
+
+
+@pytest.mark.parametrize("name", TWINS)
+def test_env_matches_its_gymnasium_twin(name, any_backend):
+    env, twin, wrapper, gyms = twin_pair(name, any_backend)
     running = [True] * NUM_ENVS
+    ended_by_itself = [False] * NUM_ENVS
     compared = 0
-    for actions in random_action_sequence(env, NUM_ENVS, CARTPOLE_STEPS, seed=4):
+    for actions in random_action_sequence(env, NUM_ENVS, twin.steps, seed=4):
         obs, rewards, done, info = wrapper.step(actions)
         for e, gym in enumerate(gyms):
             if not running[e]:
                 continue
-            want_obs, want_reward, terminated, truncated, _ = gym.step(int(actions[e, 0]))
-            assert bool(done[e]) == terminated
-            assert float(rewards[e, 0]) == want_reward
-            if terminated:  # our env has already started the next episode
+            want_obs, want_reward, terminated, truncated, _ = gym.step(
+                env.gymnasium_action(actions[e, 0]))
+            assert bool(done[e]) == (terminated or truncated)
+            assert bool(info["truncated"][e]) == (truncated and not terminated)
+            np.testing.assert_allclose(float(rewards[e, 0]), want_reward, rtol=twin.rtol,
+                                       atol=twin.atol)
+            if terminated or truncated:  # our env has already started the next episode
                 running[e] = False
+                ended_by_itself[e] = terminated
                 continue
-            np.testing.assert_allclose(obs[e, 0].cpu().numpy(), want_obs, rtol=CARTPOLE_RTOL,
-                                       atol=CARTPOLE_ATOL)
+            np.testing.assert_allclose(obs[e, 0].cpu().numpy(), want_obs, rtol=twin.rtol,
+                                       atol=twin.atol, err_msg=twin.why)
             compared += 1
-    assert compared > 30 and not any(running)  # long enough, and every pole fell
+    assert compared > twin.steps // 2 and not any(running)  # long enough, and every one ended
+    if twin.every_episode_terminates:
+        assert all(ended_by_itself)  # every pole fell
 
 
-def test_pendulum_matches_gymnasium(any_backend):
-    env = Pendulum()
-    wrapper = EnvWrapper(env, NUM_ENVS, any_backend, seed=3)
-    start = np.stack([wrapper.store.pull("theta")[:, 0], wrapper.store.pull("theta_dot")[:, 0]],
-                     axis=1).astype(np.float64)
-    gyms = [PendulumEnv() for _ in range(NUM_ENVS)]
-    for gym, state in zip(gyms, start, strict=True):
-        gym.reset(seed=0)
-        gym.state = state.copy()
-    for actions in random_action_sequence(env, NUM_ENVS, PENDULUM_STEPS, seed=4):
-        obs, rewards, done, _ = wrapper.step(actions)
-        for e, gym in enumerate(gyms):
-            want_obs, want_reward, terminated, _, _ = gym.step(actions[e, 0])
-            np.testing.assert_allclose(obs[e, 0].cpu().numpy(), want_obs, rtol=PENDULUM_RTOL,
-                                       atol=PENDULUM_ATOL)
-            np.testing.assert_allclose(float(rewards[e, 0]), want_reward, rtol=PENDULUM_RTOL,
-                                       atol=PENDULUM_ATOL)
-            assert not terminated and not bool(done[e])
+def test_every_env_with_a_twin_is_tested():
+    assert {"cartpole", "pendulum"} <= set(TWINS)
 
 
 def test_pendulum_ends_at_the_time_limit_as_gymnasium_does():

@@ -1,7 +1,8 @@
-"""The envs' Numba kernels compile for a real GPU, not only run on the simulator, and Tag's
-compile without a fused multiply-add or a double-precision step: what lets its backends agree
-bit for bit (wd_teach/cuda/tag.cuh says why). NVVM needs no GPU to write PTX, so this runs in
-CI, in a fresh process with the simulator off, for the argument types the wrapper passes."""
+"""Every shipped env's Numba kernels compile for a real GPU, not only run on the simulator,
+and Tag's compile without a fused multiply-add or a double-precision step: what lets its
+backends agree bit for bit (wd_teach/cuda/tag.cuh says why). NVVM needs no GPU to write PTX,
+so this runs in CI, in a fresh process with the simulator off, for the argument types the
+wrapper passes."""
 
 from ptx_harness import compile_in_fresh_process
 
@@ -11,10 +12,7 @@ SCRIPT = """
     import numpy as np
     from numba.np import numpy_support
 
-    from wd_teach_envs.cartpole import CartPole
-    from wd_teach_envs.pendulum import Pendulum
-    from wd_teach_envs.tag_continuous import TagContinuous
-    from wd_teach_envs.tag_grid import TagGrid
+    from wd_teach.registry import find_env, shipped_envs
 
     def signature(kernel, env):
         state = env.full_state(2)
@@ -30,7 +28,7 @@ SCRIPT = """
                 args.append(types.int32 if whole else types.float32)
         return tuple(args)
 
-    for env in (TagContinuous(), TagGrid(), CartPole(), Pendulum()):
+    for env in (find_env(name).env_class() for name in shipped_envs()):
         module = env.numba_kernels()
         for name in env.step_kernels:
             kernel = getattr(module, name)

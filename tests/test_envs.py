@@ -14,6 +14,7 @@ from wd_teach.consistency import check_consistency, random_action_sequence
 from wd_teach.device import nvcc_path
 from wd_teach.env import Env
 from wd_teach.errors import EnvError
+from wd_teach.registry import find_env, shipped_envs
 from wd_teach.wrapper import EnvWrapper
 from wd_teach_envs.cartpole import CartPole
 from wd_teach_envs.pendulum import Pendulum
@@ -35,6 +36,10 @@ SMALL_ENVS = {
     "cartpole": (CartPole(episode_length=6), {}),
     "pendulum": (Pendulum(episode_length=6), {}),
 }
+#: Every other env folder that ships, at its defaults with short episodes: a new env is
+#: checked here the moment its folder exists.
+SMALL_ENVS.update({name: (find_env(name).env_class(episode_length=6), {})
+                   for name in shipped_envs() if name not in SMALL_ENVS})
 STEPS = 8
 NUM_ENVS = 2
 
@@ -241,7 +246,7 @@ def test_tag_kernels_never_fuse_multiply_adds_or_widen_to_double(name):
         assert "fma.rn.f32" not in ptx and "mul.f64" not in ptx and "add.f64" not in ptx
 
 
-def test_every_env_folder_has_the_same_four_files():
+def test_every_env_folder_has_the_same_files():
     from pathlib import Path
 
     import wd_teach_envs
@@ -250,6 +255,6 @@ def test_every_env_folder_has_the_same_four_files():
     folders = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))]
     assert len(folders) >= 4
     for folder in folders:
-        for name in ("env.py", "step.cu", "step_numba.py", "reference.py"):
+        for name in ("env.py", "step.cu", "step_numba.py", "reference.py", "config.yaml"):
             assert (folder / name).is_file(), f"{folder.name}/{name}"
     assert all(issubclass(env.__class__, Env) for env, _ in SMALL_ENVS.values())

@@ -1,5 +1,6 @@
 """The package's promises about itself: what it needs, and that it imports anywhere."""
 
+import importlib.metadata
 import re
 import subprocess
 import sys
@@ -90,6 +91,30 @@ def test_import_needs_no_gpu_no_nvcc_no_pycuda(tmp_path):
 
 
 def test_envs_ship_under_a_name_that_is_not_bare_envs():
-    setuptools = PYPROJECT["tool"]["setuptools"]
-    assert "envs" not in setuptools["packages"]
-    assert setuptools["package-dir"]["wd_teach_envs"] == "envs"
+    assert PYPROJECT["tool"]["setuptools"]["package-dir"]["wd_teach_envs"] == "envs"
+    setup = (REPO / "setup.py").read_text()
+    assert '"wd_teach_envs"' in setup and 'f"wd_teach_envs.{name}"' in setup
+
+
+def test_the_wheel_carries_every_env_folder_with_its_kernels_and_config(tmp_path):
+    """Packages and data are found from the folders: nothing lists an env by hand."""
+    import zipfile
+
+    from wd_teach.registry import ENV_FILES, shipped_envs
+
+    needs = [Requirement(r) for r in PYPROJECT["build-system"]["requires"]]
+    for requirement in needs:  # built offline, with what this environment has
+        try:
+            have = importlib.metadata.version(requirement.name)
+        except importlib.metadata.PackageNotFoundError:
+            pytest.skip(f"building a wheel needs {requirement}, which is not installed")
+        if have not in requirement.specifier:
+            pytest.skip(f"building a wheel needs {requirement}; this environment has {have}")
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                           "--no-build-isolation", str(REPO), "-w", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    names = set(zipfile.ZipFile(next(tmp_path.glob("*.whl"))).namelist())
+    for env in shipped_envs():
+        for file in ("__init__.py", *ENV_FILES):
+            assert f"wd_teach_envs/{env}/{file}" in names, f"the wheel lacks {env}/{file}"

@@ -21,14 +21,16 @@ calls timed with CUDA events (sampler_bench). A train row also profiles one more
 the CUDA graphs, so its total is longer than a timed iteration; its shares are what count.
 A benchmark reports; it never decides pass or fail on a time.
 
-Sizes of a game: `num_agents` agents are one tagger for about ten runners (at least one of
-each), each seeing at most its 10 nearest: 110 agents are the benchmark game's 10 taggers
-and 100 runners. Every other setting comes from the env's training config, so the env,
-rollout and train rows run the very game that `wd-teach train` trains.
+Sizes of a game: in Tag, `num_agents` agents are one tagger for about ten runners (at least
+one of each), each seeing at most its 10 nearest: 110 agents are the benchmark game's 10
+taggers and 100 runners. Any other env (a name or a folder) keeps its own number of agents.
+Every other setting comes from the env's training config, so the env, rollout and train rows
+run the very game that `wd-teach train` trains.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import os
@@ -43,15 +45,15 @@ from pathlib import Path
 import torch
 
 from wd_teach.autoscale import out_of_memory, release_gpu_memory
-from wd_teach.config import TrainConfig, load_config, make_env
+from wd_teach.config import TrainConfig, find_env, load_config, make_env
 from wd_teach.device import BACKENDS, choose_backend, discover, gpu_available
 from wd_teach.errors import BenchError
 from wd_teach.sizes import lesson_sizes
 
 #: What can be measured, in the order `all` runs them.
 WHATS = ("env", "sampler", "rollout", "train")
-#: The envs the bench sizes by taggers and runners.
-TAG_ENVS = ("tag_continuous", "tag_grid")
+#: The config fields of the envs that the bench sizes by their number of agents (Tag's).
+AGENT_SPLIT = ("num_taggers", "num_runners")
 NUMPY = "numpy"
 ALL_BACKENDS = (*BACKENDS, NUMPY)
 #: The sampler's reference row: torch's own draw, on the same probabilities.
@@ -156,9 +158,16 @@ class Plan:
 def sized_config(config: TrainConfig, num_envs: int, num_agents: int, backend: str,
                  gpu: bool) -> TrainConfig:
     """`config` at num_envs envs of num_agents agents, on `backend`."""
-    params = tag_params(num_agents, config.env.params)
+    params = tag_params(num_agents, config.env.params) if sized_by_agents(config) else {}
     return load_config(config, overrides={"env": {"num_envs": num_envs, "backend": backend,
                                                   "params": params}}, gpu=gpu)
+
+
+def sized_by_agents(config: TrainConfig) -> bool:
+    """Whether the env's number of agents is a size the bench can choose: true of the Tag
+    games, whose agents split into taggers and runners; other envs keep their own."""
+    fields = {f.name for f in dataclasses.fields(find_env(config.env.name).env_class.Config)}
+    return set(AGENT_SPLIT) <= fields
 
 
 def tag_params(num_agents: int, params: dict) -> dict:
@@ -270,11 +279,12 @@ def make_plan(what: str | Sequence[str] = "all", *, envs: Sequence[int] | None =
     iterations = _count(iterations, "iterations")
     cpu_iterations = _count(cpu_iterations, "cpu_iterations")
     cpu_envs = _counts(cpu_envs, "cpu_envs")
-    if env not in TAG_ENVS:
-        raise BenchError(f"the bench sizes games by taggers and runners: env is one of "
-                         f"{', '.join(TAG_ENVS)}, not {env!r}.")
     gpu = gpu_available()
     config = load_config(env, sets=sets, gpu=gpu)
+    if agents and not sized_by_agents(config):
+        own = make_env(config.env).num_agents
+        raise BenchError(f"{config.env.name} has {own} agent(s) of its own: only Tag games are "
+                         "sized by --agents. Leave --agents out for this env.")
     plan = Plan(config, gpu, sets=tuple(sets))
     for each in whats:
         each_envs, each_agents = _sizes(each, envs, agents, config, gpu)
@@ -292,6 +302,10 @@ def _sizes(what: str, envs, agents, config: TrainConfig, gpu: bool):
     """The envs and agents of a measurement: those asked for, else the lesson's sweep for
     the env and the sampler, and the config's own game for rollouts and training."""
     sizes = lesson_sizes(gpu)
+    if what != "sampler" and not sized_by_agents(config):
+        own = make_env(config.env).num_agents
+        envs_of = sizes.bench_train_envs if what in ("rollout", "train") else sizes.bench_envs
+        return envs or envs_of, (own,)
     if what in ("rollout", "train"):
         own = config.env.params["num_taggers"] + config.env.params["num_runners"]
         return envs or sizes.bench_train_envs, agents or (own,)

@@ -5,8 +5,8 @@
                                (it runs without Numba and without a CUDA build of torch)
     wd-teach demo [--backend]  push a small particle world and step it with a kernel on
                                every backend that runs here, checked against NumPy
-    wd-teach train ENV         train on ENV (cartpole, pendulum, tag_continuous, tag_grid)
-                               with its default config; metrics, a learning curve and
+    wd-teach train ENV         train on ENV (a shipped env's name, or any env folder's
+                               path) with its default config; metrics, a learning curve and
                                checkpoints go to --out; --gpus N trains on N GPUs, one
                                process each, the gradients averaged (wd_teach.distributed);
                                --envs auto: as many envs as fit the GPU (wd_teach.autoscale);
@@ -94,7 +94,8 @@ def _train(args: argparse.Namespace) -> int:
     _check_iterations(args.iterations)
     if args.resume:
         return _resume(args)
-    out = Path(args.out or Path("runs") / args.env)
+    # runs/<the env folder's name>: an env given as a path must not put its runs in itself
+    out = Path(args.out or Path("runs") / Path(args.env).name)
     check_run_folder(out, args.env, force=args.force)
     overrides: dict = {}
     if args.backend:
@@ -123,13 +124,23 @@ def _resume(args: argparse.Namespace) -> int:
     _refuse_what_a_checkpoint_fixes(args)
     checkpoint = checkpoint_to_resume(args.resume)
     theirs = read_checkpoint(checkpoint).get("env")
-    if theirs != args.env:
+    if _env_name(theirs) != _env_name(args.env):
         raise TrainError(f"--resume {checkpoint} is a checkpoint of {theirs!r}, but the "
                          f"command names {args.env!r}: write `wd-teach train {theirs} "
                          f"--resume {checkpoint}`.")
     out = Path(args.out) if args.out else checkpoint.parent
     check_run_folder(out, args.env, force=args.force, resuming=checkpoint)
     return _train_into(Trainer.from_checkpoint(checkpoint), out, args)
+
+
+def _env_name(name_or_path) -> str:
+    """The name a config gives an env (a folder as its absolute path), for comparing."""
+    from wd_teach.registry import find_env
+
+    try:
+        return find_env(name_or_path).name
+    except WdTeachError:
+        return str(name_or_path)
 
 
 #: What a checkpoint fixes, so --resume cannot change it: each flag and why.
@@ -270,6 +281,13 @@ def _write_results(history: list[dict], config, groups: list[str], out: Path,
           f"env steps/s. Files: {', '.join(sorted(p.name for p in out.iterdir()))}")
 
 
+def _env_help(what: str) -> str:
+    """The envs found here (wd_teach.registry), for --help: shipped, installed, or a folder."""
+    from wd_teach.registry import known_envs
+
+    return f"{what}: {', '.join(known_envs())}, or the path of an env folder"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="wd-teach", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -281,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--seed", type=int, default=0)
     demo.set_defaults(run=_demo)
     train = commands.add_parser("train", help="train policies on an environment")
-    train.add_argument("env", help="cartpole, pendulum, tag_continuous or tag_grid")
+    train.add_argument("env", help=_env_help("the env to train"))
     train.add_argument("--backend", choices=["pycuda", "numba", "numpy"],
                        help="default: PyCUDA or Numba on a GPU, the NumPy env on a CPU")
     train.add_argument("--envs", type=_envs_count, metavar="N|auto",
@@ -325,7 +343,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="envs of the CPU baseline (default: the smallest of --envs)")
     bench.add_argument("--cpu-iterations", type=int, metavar="N",
                        help="timed calls per CPU baseline row")
-    bench.add_argument("--env", default="tag_continuous", help="tag_continuous or tag_grid")
+    bench.add_argument("--env", default="tag_continuous",
+                       help=_env_help("the env to measure (default tag_continuous)"))
     bench.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="change one setting of the env's config (repeatable)")
     bench.add_argument("--out", metavar="FILE.json", help="write the results as JSON")

@@ -1,13 +1,19 @@
 """Training configs: YAML defaults per environment, overridden from Python or the command line.
 
-Every environment ships a complete config, wd_teach/configs/<env>.yaml, with four
-sections (env, policies, algorithm, trainer) and a `cpu` block of changes that make it a
-toy run where there is no GPU. A run starts from those defaults and lays changes on top,
-in this order: a YAML file of the user's, a Python dict, `--set key=value` strings:
+Every environment's folder holds a complete config, config.yaml, with four sections (env,
+policies, algorithm, trainer) and a `cpu` block of changes that make it a toy run where
+there is no GPU. A run starts from those defaults and lays changes on top, in this order: a
+YAML file of the user's, a Python dict, `--set key=value` strings:
 
     load_config("cartpole")                                   # the defaults
+    load_config("path/to/my_env")                             # any env folder's defaults
+    load_config(CartPole(episode_length=200))                 # an env object's
     load_config("cartpole", overrides={"trainer": {"lr": 1e-3}})
     load_config("my_run.yaml", sets=["trainer.lr=1e-3", "policies.taggers.hidden=[64, 64]"])
+
+An env is named by a shipped name or a folder path (wd_teach/registry.py finds it); a
+folder outside the package is named by its absolute path, so that a checkpoint finds it
+from anywhere.
 
 Everything is checked before anything is built: unknown keys (with the nearest known one),
 values of the wrong type, an algorithm that does not exist. A policy is removed by setting
@@ -19,7 +25,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
-import importlib
 import re
 import types
 import typing
@@ -29,18 +34,12 @@ from typing import Any
 
 import yaml
 
+from wd_teach import registry
+from wd_teach.env import Env
 from wd_teach.errors import ConfigError, EnvError
 from wd_teach.ranges import SEED_LIMIT, require_number, require_whole
 from wd_teach.speed import PRECISIONS
 
-CONFIG_DIR = Path(__file__).parent / "configs"
-#: Environment name -> (module, class), for the envs that ship with wd-teach.
-ENVS = {
-    "cartpole": ("wd_teach_envs.cartpole", "CartPole"),
-    "pendulum": ("wd_teach_envs.pendulum", "Pendulum"),
-    "tag_continuous": ("wd_teach_envs.tag_continuous", "TagContinuous"),
-    "tag_grid": ("wd_teach_envs.tag_grid", "TagGrid"),
-}
 BACKEND_NAMES = ("pycuda", "numba", "numpy")
 SECTIONS = ("env", "policies", "algorithm", "trainer")
 #: Counts that kernels and the store hold as int32 stay below this.
@@ -113,16 +112,22 @@ class TrainConfig:
 
 
 def available_envs() -> list[str]:
-    return sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))
+    """The env names that need no path (any env folder's path works too)."""
+    return registry.known_envs()
+
+
+def find_env(name) -> registry.FoundEnv:
+    """The env a config names, or a ConfigError that says what is wrong with the name."""
+    try:
+        return registry.find_env(name)
+    except EnvError as err:
+        raise ConfigError(f"env.name: {err}") from err
 
 
 def default_config(env: str, gpu: bool | None = None) -> dict:
-    """The raw defaults for `env`, with its `cpu` block applied where there is no GPU."""
-    path = CONFIG_DIR / f"{env}.yaml"
-    if not path.is_file():
-        raise ConfigError(f"no config for an environment named {env!r}. Known: "
-                          f"{', '.join(available_envs())}.")
-    raw = yaml_load(path.read_text())
+    """The raw defaults for `env` (a name or a folder): its folder's config.yaml, with the
+    `cpu` block applied where there is no GPU."""
+    raw = read_yaml(find_env(env).config_path)
     cpu = raw.pop("cpu", {}) or {}
     if gpu is None:
         from wd_teach.device import gpu_available
@@ -134,13 +139,16 @@ def default_config(env: str, gpu: bool | None = None) -> dict:
 def load_config(source=None, *, env: str | None = None, overrides: dict | None = None,
                 sets=(), gpu: bool | None = None) -> TrainConfig:
     """A checked TrainConfig. `source`: an env name, a YAML path, a dict, or a TrainConfig;
-    `env` names the environment when `source` does not; then `overrides` (a nested dict)
-    and `sets` ('key.sub=value' strings) on top. `gpu` picks the defaults' size (None:
-    whether this machine has one)."""
+    an env folder's path, or an env object or class (its config's fields become
+    env.params); `env` names the environment when `source` does not; then `overrides` (a
+    nested dict) and `sets` ('key.sub=value' strings) on top. `gpu` picks the defaults' size
+    (None: whether this machine has one)."""
     if isinstance(source, TrainConfig):
         source = source.to_dict()
     layers = []
-    if isinstance(source, str) and source in ENVS or source is None:
+    if isinstance(source, Env) or isinstance(source, type) and issubclass(source, Env):
+        layers.append({"env": env_layer(source)})
+    elif source is None or registry.is_env(source):
         env = env or source
     elif isinstance(source, (str, Path)):
         layers.append(read_yaml(Path(source)))
@@ -155,7 +163,7 @@ def load_config(source=None, *, env: str | None = None, overrides: dict | None =
 
     named = [layer.get("env", {}).get("name") for layer in layers
              if isinstance(layer.get("env"), dict)]
-    names = {n for n in [env, *named] if n is not None}
+    names = {find_env(n).name for n in [env, *named] if n is not None}
     if len(names) > 1:
         raise ConfigError(f"the config names more than one environment ({', '.join(sorted(names))})"
                           ": a run trains on one.")
@@ -167,6 +175,7 @@ def load_config(source=None, *, env: str | None = None, overrides: dict | None =
     changes: dict = {}
     for layer in layers:
         changes = merge(changes, layer)
+    changes = merge(changes, {"env": {"name": name}})  # as found, whatever the folder's says
     new_algorithm = (changes.get("algorithm") or {}).get("name")
     if new_algorithm and new_algorithm != base["algorithm"].get("name"):
         module = _algorithm_module(new_algorithm)
@@ -183,9 +192,7 @@ def build(raw: dict) -> TrainConfig:
         if section not in raw:
             raise ConfigError(f"the config has no {section!r} section.")
     env = _section(EnvSection, raw["env"], "env")
-    if env.name not in ENVS:
-        raise ConfigError(f"env.name={env.name!r} is not an environment here. Known: "
-                          f"{', '.join(ENVS)}.")
+    find_env(env.name)
     if env.backend is not None and env.backend not in BACKEND_NAMES:
         raise ConfigError(f"env.backend={env.backend!r}: choose one of "
                           f"{', '.join(BACKEND_NAMES)}, or leave it out (null) for the best "
@@ -228,10 +235,20 @@ def check_trainer(trainer: TrainerSection) -> None:
 # -- the environment and its agents -----------------------------------------------------------
 
 
+def env_layer(env) -> dict:
+    """The env section that names an env object or class: its name, and for an object every
+    field of its config, so that the config describes the very env given."""
+    found = registry.find_env_of_class(env if isinstance(env, type) else type(env))
+    if isinstance(env, type):
+        return {"name": found.name}
+    params = {f.name: _plain(getattr(env.config, f.name))
+              for f in dataclasses.fields(env.config)}
+    return {"name": found.name, "params": params}
+
+
 def make_env(section: EnvSection):
     """The environment object of `section` (host only: nothing is on the device yet)."""
-    module, cls = ENVS[section.name]
-    env_class = getattr(importlib.import_module(module), cls)
+    env_class = find_env(section.name).env_class
     params = {k: tuple(v) if isinstance(v, list) else v for k, v in section.params.items()}
     try:
         return env_class(**params)
@@ -269,8 +286,8 @@ def resolve_agents(spec, env, policy: str) -> list[int]:
 
 def read_yaml(path: Path) -> dict:
     if not path.is_file():
-        raise ConfigError(f"no config file at {path}. Known environments (whose defaults "
-                          f"need no file): {', '.join(available_envs())}.")
+        raise ConfigError(f"no config file at {path}. To start from an env's defaults, give "
+                          f"its name ({', '.join(available_envs())}) or its folder's path.")
     try:
         raw = yaml_load(path.read_text()) or {}
     except yaml.YAMLError as err:
@@ -399,9 +416,9 @@ def _number(text: str, key: str, kind: str = "a number") -> float:
 
 
 def _plain(value):
-    """Tuples as lists, for YAML."""
+    """Tuples as lists and NumPy numbers as Python ones, for YAML."""
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
-    return value
+    return value.item() if hasattr(value, "item") else value

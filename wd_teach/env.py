@@ -10,6 +10,7 @@ shortest; copy a folder to start a new one):
     step_numba.py  the same kernels in Numba, line for line
     reference.py   the same step in NumPy, vectorised over all environments at once: the
                    CPU baseline, and the truth the kernels are checked against
+    config.yaml    the default training config (wd_teach/config.py), with a `cpu:` block
 
 The three steps take the store's arrays and constants by name and change them in place, so
 the wrapper binds all three the same way. Besides its own state, every env has:
@@ -22,6 +23,7 @@ the wrapper binds all three the same way. Besides its own state, every env has:
     timestep  per env    int32: steps taken in the episode              the step adds 1
 
 The env makes `obs` and its state in `initial_state()`; the base class makes the rest.
+A folder can live anywhere: wd_teach/registry.py finds it by name or by path.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -39,6 +42,8 @@ from gymnasium import spaces
 from wd_teach.errors import EnvError
 
 OBS, ACTIONS, REWARDS, DONE, TIMESTEP = "obs", "actions", "rewards", "done", "timestep"
+#: The steps of an env, one file per backend, in the folder of its class.
+STEP_FILES = ("step.cu", "step_numba.py", "reference.py")
 
 
 def require(ok: bool, message: str) -> None:
@@ -78,13 +83,35 @@ class Tolerance:
         return f"{text} ({self.why})" if self.why else text
 
 
+@dataclass(frozen=True)
+class GymnasiumTwin:
+    """An env that re-creates a gymnasium env says so here, and tests/test_classic_control.py
+    steps the two side by side: from our start state, with our actions, the same
+    observations, rewards, terminations and truncations.
+
+    `env_id` is gymnasium's (e.g. "CartPole-v1"); `state` names our store arrays that make
+    its `state`, in its order; `steps` how many steps to compare; `rtol`, `atol` how far our
+    float32 may be from its float64, and `why`. `every_episode_terminates`: within `steps`
+    every episode ends on its own (the pole falls), which the test then checks; otherwise
+    the test cuts both at `steps` and checks that both call it a truncation."""
+
+    env_id: str
+    state: tuple[str, ...]
+    steps: int
+    rtol: float
+    atol: float
+    why: str
+    every_episode_terminates: bool = False
+
+
 class Env:
     """The base of every environment: a config, spaces, an initial state and three steps.
 
     A subclass sets `Config` (a dataclass with defaults and a `validate()` method) and
     `step_kernels` (the kernels one step launches, in order), and writes `num_agents`,
     `observation_space`, `action_space` and `initial_state()`. The steps are found in the
-    subclass's own folder: step.cu, step_numba.py, reference.py.
+    folder of the class (or of its nearest parent that has them): step.cu, step_numba.py,
+    reference.py.
     """
 
     Config: ClassVar[type]
@@ -93,6 +120,8 @@ class Env:
     tolerance: ClassVar[Tolerance] = Tolerance()
     #: CUDA C files loaded before the env's own step.cu (kernels that envs share).
     shared_cuda: ClassVar[tuple[Path, ...]] = ()
+    #: The gymnasium env this one re-creates, if any, and how closely.
+    gymnasium_twin: ClassVar[GymnasiumTwin | None] = None
 
     def __init__(self, config=None, **changes):
         base = config if config is not None else self.Config()
@@ -136,11 +165,19 @@ class Env:
         """Scalars the steps take by name (num_envs, num_agents, episode_length are given)."""
         return {}
 
-    # -- the three steps, found in the subclass's folder ------------------------------------
+    def gymnasium_action(self, action: np.ndarray):
+        """One agent's action as the gymnasium twin takes it: an int for Discrete, a float64
+        array for a Box. An env whose actions mean something else overrides this."""
+        if isinstance(self.action_space, spaces.Discrete):
+            return int(action)
+        return np.asarray(action, np.float64)
+
+    # -- the three steps, found in the env's folder ----------------------------------------
 
     @property
     def folder(self) -> Path:
-        return Path(inspect.getfile(type(self))).parent
+        """The folder of step.cu, step_numba.py and reference.py (see env_folder)."""
+        return env_folder(type(self))
 
     def cuda_sources(self) -> list[Path | str]:
         """What PyCUDA loads: shared kernels first, then step.cu."""
@@ -155,7 +192,14 @@ class Env:
         return self._sibling("reference").step
 
     def _sibling(self, name: str):
-        package = type(self).__module__.rpartition(".")[0]
+        """The module `name` of the env's folder, imported as part of the same package as the
+        class that lives there (so a subclass in a notebook gets its parent's steps)."""
+        home = _home_class(type(self))
+        package = home.__module__.rpartition(".")[0]
+        if not package:
+            raise EnvError(f"{home.__name__} comes from a module outside any package, so its "
+                           f"{name}.py cannot be imported beside it. Load the env by its "
+                           "folder instead: wd_teach.registry.find_env(FOLDER).env_class.")
         return importlib.import_module(f"{package}.{name}")
 
     # -- derived from the spaces ------------------------------------------------------------
@@ -199,6 +243,28 @@ class Env:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.config})"
+
+
+def env_folder(env_class: type) -> Path:
+    """The folder that holds an env class's steps: the folder of the class itself, or of the
+    nearest parent class whose file sits beside step.cu, step_numba.py and reference.py.
+
+    Walking up the parents is what lets a learner subclass an env anywhere, a notebook
+    included (whose classes have no file), and keep the parent's kernels."""
+    return Path(inspect.getfile(_home_class(env_class))).parent
+
+
+def _home_class(env_class: type) -> type:
+    for cls in env_class.__mro__:
+        if cls is Env:
+            break
+        file = getattr(sys.modules.get(cls.__module__), "__file__", None)
+        if file and all((Path(file).parent / name).is_file() for name in STEP_FILES):
+            return cls
+    raise EnvError(f"{env_class.__name__} has no folder with {', '.join(STEP_FILES)}: neither "
+                   "it nor a parent class lives in env.py beside them. Put the class in env.py "
+                   "of an env folder (copy envs/cartpole to start one), subclass an env that "
+                   "has one, or override cuda_sources(), numba_kernels() and reference_step().")
 
 
 def cos32(x: np.ndarray) -> np.ndarray:

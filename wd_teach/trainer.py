@@ -6,7 +6,9 @@ Learner). After the update the iteration's metrics, which were added up on the d
 come to the host in one copy: the only synchronisation of a normal iteration. With
 `profile=True` the phases are timed as well (CUDA events on a GPU), read in a second one.
 
-    trainer = Trainer("cartpole")                  # the defaults in configs/cartpole.yaml
+    trainer = Trainer("cartpole")                  # the defaults in envs/cartpole/config.yaml
+    trainer = Trainer("path/to/my_env")            # any env folder, with its config.yaml
+    trainer = Trainer(CartPole(episode_length=200))  # an env object, its folder's defaults
     trainer.train(50)                              # a progress bar; trainer.history grows
     trainer.save("run/checkpoint.safetensors")     # model, optimiser, RNGs, env, history
     trainer = Trainer.from_checkpoint("run/checkpoint.safetensors")   # ... and on, bit for bit
@@ -34,6 +36,7 @@ from wd_teach.algorithms import ALGORITHMS
 from wd_teach.checkpoint import SUFFIX, read_checkpoint, write_checkpoint
 from wd_teach.config import TrainConfig, load_config, make_env, resolve_agents
 from wd_teach.device import gpu_available
+from wd_teach.env import Env
 from wd_teach.errors import ConfigError, LaunchError, TrainError
 from wd_teach.launch import launch_geometry
 from wd_teach.metrics import EpisodeStats
@@ -72,7 +75,10 @@ def check_fits(num_envs: int, num_agents: int) -> None:
 
 
 class Trainer:
-    """Everything one training run needs, built from a config (see wd_teach.config)."""
+    """Everything one training run needs, built from a config (see wd_teach.config): an
+    env name or folder, a YAML path, a dict, a TrainConfig, or an env object or class, whose
+    folder's config.yaml gives the defaults. An env object is trained as it is, so a subclass
+    made in a notebook trains too (a checkpoint of it resumes as the env its config names)."""
 
     def __init__(self, config=None, *, overrides: dict | None = None, sets=(),
                  gpu: bool | None = None):
@@ -82,7 +88,7 @@ class Trainer:
         self.algorithm = ALGORITHMS[c.algorithm_name]
 
         # Checks first, on the host: nothing is on the device until they pass.
-        self.env = make_env(c.env)
+        self.env = config if isinstance(config, Env) else make_env(c.env)
         mapping = {name: resolve_agents(p.agents, self.env, name) for name, p in c.policies.items()}
         self.groups = agent_groups(mapping, self.env.num_agents)
         check_fits(c.env.num_envs, self.env.num_agents)

@@ -13,7 +13,15 @@ from dataclasses import dataclass
 import numpy as np
 from gymnasium import spaces
 
-from wd_teach.env import OBS, Env, StateArray, Tolerance, require, require_positive
+from wd_teach.env import (
+    OBS,
+    Env,
+    GymnasiumTwin,
+    StateArray,
+    Tolerance,
+    require,
+    require_positive,
+)
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,10 @@ class CartPole(Env):
     tolerance = Tolerance(rtol=1e-4, atol=1e-5,
                           why="a GPU's sinf/cosf are within 2 ulp and its compiler fuses "
                               "multiply-adds; the falling pole grows such differences")
+    gymnasium_twin = GymnasiumTwin(
+        "CartPole-v1", ("x", "x_dot", "theta", "theta_dot"), steps=60, rtol=1e-4, atol=1e-5,
+        why="float32 against float64: over 200 envs the largest difference seen was 4e-6 in "
+            "60 steps, in which every pole fell", every_episode_terminates=True)
 
     @property
     def num_agents(self) -> int:
