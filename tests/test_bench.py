@@ -21,11 +21,11 @@ from wd_teach.bench import (
     load_results,
     merge_results,
     run_bench,
-    tag_params,
     write_results,
 )
 from wd_teach.cli import main as cli
 from wd_teach.errors import BenchError, ConfigError, MissingPieceError
+from wd_teach_envs.tag_continuous import TagContinuous
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 ROW_KEYS = {"what", "backend", "device", "num_envs", "num_agents", "calls", "seconds",
@@ -147,7 +147,7 @@ def test_table_has_every_row_the_ratio_and_the_breakdown(env_results, train_resu
     ({"backends": ["cuda"]}, BenchError, "unknown backend 'cuda'"),
     ({"iterations": 0}, BenchError, "iterations must be a whole number of at least 1"),
     ({"cpu_envs": [0], "cpu_baseline": True}, BenchError, "cpu_envs"),
-    ({"env": "cartpole", "agents": [4]}, BenchError, "only Tag games are sized by --agents"),
+    ({"env": "cartpole", "agents": [3]}, BenchError, "does not change its number of agents"),
     ({"env": "cartpol"}, ConfigError, "give its name .*cartpole.* or its folder's path"),
     ({"sets": ["trainer.stepz=3"]}, ConfigError, "stepz"),
 ])
@@ -203,11 +203,19 @@ def test_other_errors_are_not_swallowed(monkeypatch):
     (2, {"num_taggers": 1, "num_runners": 1, "num_nearest": 1}),
 ])
 def test_a_game_has_one_tagger_for_about_ten_runners(agents, want):
-    assert tag_params(agents, {"num_nearest": 10}) == want
+    assert TagContinuous(num_taggers=2, num_runners=10).params_for_agents(agents) == want
 
 
 def test_a_game_of_the_configs_own_size_keeps_its_split():
-    assert tag_params(7, {"num_taggers": 2, "num_runners": 5, "num_nearest": 3}) == {}
+    assert TagContinuous(num_taggers=2, num_runners=5, num_nearest=3).params_for_agents(7) == {}
+
+
+def test_an_env_of_fixed_agents_is_measured_at_its_own_number():
+    found = run_bench("env", envs=[2], backends=["numpy"], iterations=1, env="cartpole")
+    assert [r["num_agents"] for r in found["rows"]] == [1]
+    with pytest.raises(BenchError, match="does not change its number of agents"):
+        run_bench("env", envs=[2], agents=[3], backends=["numpy"], iterations=1,
+                  env="cartpole")
 
 
 def test_cli_prints_the_table_and_writes_json(tmp_path, capsys):
@@ -222,7 +230,8 @@ def test_cli_prints_the_table_and_writes_json(tmp_path, capsys):
 @pytest.mark.parametrize("argv, words", [
     (["bench", "sprint"], "unknown measurement 'sprint'"),
     (["bench", "env", "--envs", "1,x"], "--envs takes whole numbers separated by commas"),
-    (["bench", "env", "--agents", "0"], "agents must be whole numbers of at least 2"),
+    (["bench", "env", "--agents", "0"], "agents must be whole numbers of at least 1"),
+    (["bench", "env", "--agents", "1"], "a Tag game needs a tagger and a runner"),
     (["bench", "env", "--backend", "opencl"], "unknown backend 'opencl'"),
 ])
 def test_cli_bad_input_says_what_is_wrong(argv, words, capsys):

@@ -68,17 +68,20 @@ def test_episode_sums_of_a_whole_rollout_equal_the_step_by_step_sums():
     from wd_teach.metrics import EpisodeStats
 
     gen = torch.Generator().manual_seed(3)
-    stepwise, at_once = (EpisodeStats(5, 3, torch.device("cpu")) for _ in range(2))
+    stepwise, at_once = (EpisodeStats(5, 3, torch.device("cpu"), metrics=("caught",))
+                         for _ in range(2))
     for _ in range(3):
         rewards = torch.randn(9, 5, 3, generator=gen)
         dones = torch.rand(9, 5, generator=gen) < 0.25
         tags = torch.randint(0, 4, (9, 5), generator=gen)
         for t in range(9):
-            stepwise.update(rewards[t], dones[t], tags[t])
-        at_once.add_rollout(rewards, dones.float(), tags)
+            stepwise.update(rewards[t], dones[t], {"caught": tags[t]})
+        at_once.add_rollout(rewards, dones.float(), {"caught": tags})
         assert at_once.episodes.item() == stepwise.episodes.item() > 0
-        for name in ("return_sum", "reward_sum", "length_sum", "tags_sum", "running_return",
+        for name in ("return_sum", "reward_sum", "length_sum", "running_return",
                      "running_length"):
             torch.testing.assert_close(getattr(at_once, name), getattr(stepwise, name),
                                        msg=name)
+        torch.testing.assert_close(at_once.metric_sums["caught"], stepwise.metric_sums["caught"])
+        assert at_once.metric_sums["caught"] > 0
         assert at_once.steps == stepwise.steps

@@ -157,8 +157,8 @@ def test_mismatched_policy_mapping(sets, message):
         Trainer("tag_continuous", gpu=False, sets=sets)
 
 
-def test_roles_need_a_tag_env():
-    with pytest.raises(ConfigError, match="CartPole has no taggers and runners"):
+def test_roles_are_those_the_env_names():
+    with pytest.raises(ConfigError, match="taggers.*CartPole names no roles"):
         Trainer("cartpole", gpu=False, sets=["policies.cart.agents=taggers"])
 
 

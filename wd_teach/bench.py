@@ -21,16 +21,15 @@ calls timed with CUDA events (sampler_bench). A train row also profiles one more
 the CUDA graphs, so its total is longer than a timed iteration; its shares are what count.
 A benchmark reports; it never decides pass or fail on a time.
 
-Sizes of a game: in Tag, `num_agents` agents are one tagger for about ten runners (at least
-one of each), each seeing at most its 10 nearest: 110 agents are the benchmark game's 10
-taggers and 100 runners. Any other env (a name or a folder) keeps its own number of agents.
-Every other setting comes from the env's training config, so the env, rollout and train rows
-run the very game that `wd-teach train` trains.
+Sizes of a game: the env says how to make a game of `num_agents` agents
+(`Env.params_for_agents`: the default game, lesson_sizes().bench_env, makes 110 agents its
+10 chasers and 100 chased). An env with a fixed number of agents is
+measured at that number. Every other setting comes from the env's training config, so the
+env, rollout and train rows run the very game that `wd-teach train` trains.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import json
 import os
@@ -45,15 +44,13 @@ from pathlib import Path
 import torch
 
 from wd_teach.autoscale import out_of_memory, release_gpu_memory
-from wd_teach.config import TrainConfig, find_env, load_config, make_env
+from wd_teach.config import TrainConfig, load_config, make_env
 from wd_teach.device import BACKENDS, choose_backend, discover, gpu_available
-from wd_teach.errors import BenchError
+from wd_teach.errors import BenchError, EnvError
 from wd_teach.sizes import lesson_sizes
 
 #: What can be measured, in the order `all` runs them.
 WHATS = ("env", "sampler", "rollout", "train")
-#: The config fields of the envs that the bench sizes by their number of agents (Tag's).
-AGENT_SPLIT = ("num_taggers", "num_runners")
 NUMPY = "numpy"
 ALL_BACKENDS = (*BACKENDS, NUMPY)
 #: The sampler's reference row: torch's own draw, on the same probabilities.
@@ -67,8 +64,6 @@ CALLS = {"gpu": {"env": 100, "sampler": 50, "rollout": 5, "train": 10},
 WARMUP = {"gpu": {"env": 5, "sampler": 5, "rollout": 3, "train": 3},
           "cpu": {"env": 1, "sampler": 1, "rollout": 1, "train": 1}}
 SIMULATED = "CUDA simulator: Python threads, not a speed"
-TAGGER_PER_RUNNERS = 10
-MAX_NEAREST = 10
 
 
 @dataclass
@@ -158,27 +153,12 @@ class Plan:
 def sized_config(config: TrainConfig, num_envs: int, num_agents: int, backend: str,
                  gpu: bool) -> TrainConfig:
     """`config` at num_envs envs of num_agents agents, on `backend`."""
-    params = tag_params(num_agents, config.env.params) if sized_by_agents(config) else {}
+    try:
+        params = make_env(config.env).params_for_agents(num_agents)
+    except EnvError as err:
+        raise BenchError(f"{config.env.name}: {err}") from err
     return load_config(config, overrides={"env": {"num_envs": num_envs, "backend": backend,
                                                   "params": params}}, gpu=gpu)
-
-
-def sized_by_agents(config: TrainConfig) -> bool:
-    """Whether the env's number of agents is a size the bench can choose: true of the Tag
-    games, whose agents split into taggers and runners; other envs keep their own."""
-    fields = {f.name for f in dataclasses.fields(find_env(config.env.name).env_class.Config)}
-    return set(AGENT_SPLIT) <= fields
-
-
-def tag_params(num_agents: int, params: dict) -> dict:
-    """Taggers, runners and neighbours seen for a game of num_agents agents: the config's
-    own split when it has that many, else one tagger for about ten runners."""
-    if params.get("num_taggers", 0) + params.get("num_runners", 0) == num_agents:
-        return {}
-    taggers = max(1, round(num_agents / (TAGGER_PER_RUNNERS + 1)))
-    nearest = min(params.get("num_nearest") or MAX_NEAREST, num_agents - 1)
-    return {"num_taggers": taggers, "num_runners": num_agents - taggers,
-            "num_nearest": nearest}
 
 
 def bench_env(config: TrainConfig, job: Job) -> Row:
@@ -270,21 +250,17 @@ def make_plan(what: str | Sequence[str] = "all", *, envs: Sequence[int] | None =
               agents: Sequence[int] | None = None, backends: Sequence[str] | None = None,
               iterations: int | None = None, cpu_baseline: bool = False,
               cpu_envs: Sequence[int] | None = None, cpu_iterations: int | None = None,
-              env: str = "tag_continuous", sets: Sequence[str] = ()) -> Plan:
+              env: str | None = None, sets: Sequence[str] = ()) -> Plan:
     """The jobs of a run (see `run_bench` for the arguments), every input checked."""
     whats = _whats(what)
     envs = _counts(envs, "envs")
-    agents = _counts(agents, "agents", minimum=2)
+    agents = _counts(agents, "agents")
     backends = _backends(backends)
     iterations = _count(iterations, "iterations")
     cpu_iterations = _count(cpu_iterations, "cpu_iterations")
     cpu_envs = _counts(cpu_envs, "cpu_envs")
     gpu = gpu_available()
-    config = load_config(env, sets=sets, gpu=gpu)
-    if agents and not sized_by_agents(config):
-        own = make_env(config.env).num_agents
-        raise BenchError(f"{config.env.name} has {own} agent(s) of its own: only Tag games are "
-                         "sized by --agents. Leave --agents out for this env.")
+    config = load_config(env or lesson_sizes(gpu).bench_env, sets=sets, gpu=gpu)
     plan = Plan(config, gpu, sets=tuple(sets))
     for each in whats:
         each_envs, each_agents = _sizes(each, envs, agents, config, gpu)
@@ -300,16 +276,23 @@ def make_plan(what: str | Sequence[str] = "all", *, envs: Sequence[int] | None =
 
 def _sizes(what: str, envs, agents, config: TrainConfig, gpu: bool):
     """The envs and agents of a measurement: those asked for, else the lesson's sweep for
-    the env and the sampler, and the config's own game for rollouts and training."""
+    the env and the sampler (at the env's own number of agents if it has a fixed one), and
+    the config's own game for rollouts and training."""
     sizes = lesson_sizes(gpu)
-    if what != "sampler" and not sized_by_agents(config):
-        own = make_env(config.env).num_agents
-        envs_of = sizes.bench_train_envs if what in ("rollout", "train") else sizes.bench_envs
-        return envs or envs_of, (own,)
+    env = make_env(config.env)
     if what in ("rollout", "train"):
-        own = config.env.params["num_taggers"] + config.env.params["num_runners"]
-        return envs or sizes.bench_train_envs, agents or (own,)
-    return envs or sizes.bench_envs, agents or sizes.bench_agents
+        return envs or sizes.bench_train_envs, agents or (env.num_agents,)
+    return envs or sizes.bench_envs, agents or (sizes.bench_agents if _scales(env)
+                                                else (env.num_agents,))
+
+
+def _scales(env) -> bool:
+    """Whether the env can make games of other numbers of agents."""
+    try:
+        env.params_for_agents(env.num_agents + 1)
+    except EnvError:
+        return False
+    return True
 
 
 def _jobs(what: str, envs, agents, backends, iterations: int | None, gpu: bool) -> list[Job]:
@@ -375,10 +358,9 @@ def _counts(values, name: str, minimum: int = 1) -> tuple[int, ...] | None:
     values = tuple(values)
     if not values:
         raise BenchError(f"{name} is empty: give at least one number, e.g. 1,10,100.")
-    why = " (a game needs a tagger and a runner)" if name == "agents" else ""
     for value in values:
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise BenchError(f"{name} must be whole numbers of at least {minimum}{why}; got "
+            raise BenchError(f"{name} must be whole numbers of at least {minimum}; got "
                              f"{value!r}.")
     return values
 
@@ -413,7 +395,7 @@ def run_bench(what: str | Sequence[str] = "all", *, envs: Sequence[int] | None =
               agents: Sequence[int] | None = None, backends: Sequence[str] | None = None,
               iterations: int | None = None, cpu_baseline: bool = False,
               cpu_envs: Sequence[int] | None = None, cpu_iterations: int | None = None,
-              env: str = "tag_continuous", sets: Sequence[str] = (),
+              env: str | None = None, sets: Sequence[str] = (),
               log: Callable[[str], object] | None = None,
               out: str | Path | None = None) -> dict:
     """Measure `what` ("env", "sampler", "rollout", "train", a list of them, or "all") at

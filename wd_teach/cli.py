@@ -261,11 +261,14 @@ def _write_results(history: list[dict], config, groups: list[str], out: Path,
     from matplotlib import pyplot as plt
 
     from wd_teach import report
+    from wd_teach.config import make_env
+    from wd_teach.metrics import per_episode
 
     report.write_csv(history, out / "metrics.csv")
     report.write_json(history, out / "metrics.json", config=config.to_dict())
-    ax = report.plot_learning_curves(history, groups,
-                                     f"{config.env.name}, {config.algorithm_name}")
+    labels = {per_episode(n): m.label for n, m in make_env(config.env).episode_metrics().items()}
+    ax = report.plot_learning_curves(history, groups, f"{Path(config.env.name).name}, "
+                                     f"{config.algorithm_name}", metrics=labels)
     report.save_figure(ax.figure, out / "learning_curve.png")
     plt.close(ax.figure)
     if profile:
@@ -343,8 +346,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="envs of the CPU baseline (default: the smallest of --envs)")
     bench.add_argument("--cpu-iterations", type=int, metavar="N",
                        help="timed calls per CPU baseline row")
-    bench.add_argument("--env", default="tag_continuous",
-                       help=_env_help("the env to measure (default tag_continuous)"))
+    bench.add_argument("--env", default=None,
+                       help=_env_help("the env to measure (default: tag_continuous)"))
     bench.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="change one setting of the env's config (repeatable)")
     bench.add_argument("--out", metavar="FILE.json", help="write the results as JSON")

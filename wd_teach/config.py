@@ -75,7 +75,7 @@ class EnvSection:
 
 @dataclass(frozen=True)
 class PolicySection:
-    agents: str | list[int] = "all"  # all, taggers, runners, 'first:stop', or a list
+    agents: str | list[int] = "all"  # all, a role the env names, 'first:stop', or a list
     hidden: tuple[int, ...] = (64, 64)  # the widths of the hidden layers
     lr: float | None = None  # None: trainer.lr
 
@@ -257,19 +257,16 @@ def make_env(section: EnvSection):
 
 
 def resolve_agents(spec, env, policy: str) -> list[int]:
-    """The agent indices of a policy's `agents`: 'all', 'taggers', 'runners' (Tag),
-    'first:stop', or a list of indices."""
+    """The agent indices of a policy's `agents`: 'all', a role the env names
+    (Env.agent_roles: Tag's 'taggers' and 'runners'), 'first:stop', or a list of indices."""
     where = f"policies.{policy}.agents"
+    roles = env.agent_roles()
     if isinstance(spec, list):
         return [int(a) for a in spec]
     if spec == "all":
         return list(range(env.num_agents))
-    if spec in ("taggers", "runners"):
-        if not hasattr(env, "num_taggers"):
-            raise ConfigError(f"{where}={spec!r}, but {type(env).__name__} has no taggers and "
-                              "runners. Use 'all', 'first:stop' or a list of agents.")
-        taggers = env.num_taggers
-        return list(range(taggers) if spec == "taggers" else range(taggers, env.num_agents))
+    if spec in roles:
+        return list(roles[spec])
     if ":" in spec:
         try:
             first, stop = (int(part) for part in spec.split(":"))
@@ -277,8 +274,11 @@ def resolve_agents(spec, env, policy: str) -> list[int]:
             first = stop = None
         if first is not None:
             return list(range(first, stop))
-    raise ConfigError(f"{where}={spec!r}: use 'all', 'taggers', 'runners', 'first:stop' "
-                      "(e.g. '0:10') or a list of agent indices.")
+    named = "".join(f"'{role}', " for role in roles)
+    has = (f"{type(env).__name__}'s roles are {', '.join(roles)}" if roles
+           else f"{type(env).__name__} names no roles")
+    raise ConfigError(f"{where}={spec!r}: use 'all', {named}'first:stop' (e.g. '0:10') or a "
+                      f"list of agent indices ({has}).")
 
 
 # -- reading, merging, parsing ----------------------------------------------------------------

@@ -32,9 +32,10 @@ import dataclasses
 import importlib
 import inspect
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from gymnasium import spaces
@@ -66,6 +67,17 @@ class StateArray:
     data: np.ndarray
     per: str = "agent"
     reset: bool = True
+
+
+@dataclass(frozen=True)
+class EpisodeMetric:
+    """A number an env reports per episode: `read(store)` gives, on the device, one value
+    per environment from the store's arrays (Tag: runners tagged so far); at the step an
+    episode ends its value is added up, and an iteration reports the mean per episode as
+    `<name>_per_episode`. `label` names it on a plot's axis."""
+
+    label: str
+    read: Callable[[Any], Any]
 
 
 @dataclass(frozen=True)
@@ -173,6 +185,43 @@ class Env:
         return np.asarray(action, np.float64)
 
     # -- the three steps, found in the env's folder ----------------------------------------
+    # -- what is special about this env (nothing, unless a subclass says so) ----------------
+    #
+    # The trainer, the rollout, the metrics, the reports and the benchmarks name no env:
+    # what they need to know of one, it says here.
+
+    #: True when a step kernel holds an environment's agents together with a barrier
+    #: (__syncthreads / cuda.syncthreads) or shares memory between them: a barrier waits
+    #: only for the threads of one block, so such an env must run one block per
+    #: environment, and a launch that would split it over several blocks is refused.
+    #: Agents that only read each other's state in a later kernel launch need no barrier.
+    one_block_per_env: ClassVar[bool] = False
+
+    def agent_roles(self) -> dict[str, list[int]]:
+        """Named groups of agents, for a policy's `agents` in a training config (Tag:
+        'taggers' and 'runners'). Every env also knows 'all', 'first:stop' and lists."""
+        return {}
+
+    def episode_metrics(self) -> dict[str, EpisodeMetric]:
+        """Numbers this env reports per episode besides the return (Tag: runners tagged),
+        each read from the store when an episode ends and averaged over the episodes."""
+        return {}
+
+    def frame_arrays(self) -> list[str]:
+        """The store arrays an animation of this env draws a frame from (default: every
+        array of its initial state but the observation)."""
+        return [n for n in self.initial_state(1, np.random.default_rng(0)) if n != OBS]
+
+    def params_for_agents(self, num_agents: int) -> dict:
+        """Changes to this env's config that make a game of `num_agents` agents, for the
+        benchmarks' sweeps over agents. The default: an env with a fixed number of agents."""
+        if num_agents == self.num_agents:
+            return {}
+        raise EnvError(f"{type(self).__name__} has {self.num_agents} agent(s) per environment, "
+                       f"not {num_agents}: it does not change its number of agents. Leave "
+                       "the number of agents out, or choose an env that scales them.")
+
+    # -- the three steps, found in the subclass's folder ------------------------------------
 
     @property
     def folder(self) -> Path:

@@ -5,8 +5,8 @@ times: `.item()`, `.cpu()` and printing a tensor all wait for every queued kerne
 finish, then copy. So everything here is added up on the device, in tensors of a fixed
 size, and comes to the host once per iteration, in one copy (`Trainer.iterate`).
 
-EpisodeStats  episode returns and lengths (and, in Tag, runners tagged), added up as
-              episodes end, without knowing on the host which ones did.
+EpisodeStats  episode returns and lengths, and the env's own episode metrics, added up
+              as episodes end, without knowing on the host which did.
 PhaseTimer    where the time goes (policy, sampling, env step, training). Off by default:
               timing on a GPU needs CUDA events and one synchronisation to read them, so a
               normal run has no timer at all.
@@ -23,29 +23,35 @@ import torch
 PHASES = ("policy", "sampling", "env step", "training")
 
 
+def per_episode(metric: str) -> str:
+    """The history's key of an env's episode metric: `caught` -> `caught_per_episode`."""
+    return f"{metric}_per_episode"
+
+
 class EpisodeStats:
     """Sums over finished episodes, per agent, on the device.
 
-    Each step: `update(rewards, done, tags)`. Every agent's running return grows by its
+    Each step: `update(rewards, done, metrics)`. Every agent's running return grows by its
     reward; where `done` is set, the running values are added to the sums and start over.
     All of it is arithmetic with done as 0 or 1, so no branch needs to know which
-    environments finished. `tags`: per env, how many runners are caught so far in this
-    episode (Tag), or None.
+    environments finished. `metrics`: the env's episode metrics (Env.episode_metrics) by
+    name, each a value per env read this step; the value at an episode's end is summed.
     """
 
-    def __init__(self, num_envs: int, num_agents: int, device: torch.device):
+    def __init__(self, num_envs: int, num_agents: int, device: torch.device,
+                 metrics=()):
         zeros = lambda *shape: torch.zeros(shape, device=device)
         self.running_return = zeros(num_envs, num_agents)
         self.running_length = zeros(num_envs)
         self.return_sum = zeros(num_agents)  # over finished episodes
         self.reward_sum = zeros(num_agents)  # over every step
         self.length_sum = zeros()
-        self.tags_sum = zeros()
+        self.metric_sums = {name: zeros() for name in metrics}  # the env's episode metrics
         self.episodes = zeros()
         self.steps = 0  # steps since the last pull: a host count, known without asking
 
     def update(self, rewards: torch.Tensor, done: torch.Tensor,
-               tags: torch.Tensor | None = None) -> None:
+               metrics: dict[str, torch.Tensor] | None = None) -> None:
         ended = done.to(self.running_return.dtype)
         self.running_return += rewards
         self.running_length += 1
@@ -53,16 +59,16 @@ class EpisodeStats:
         self.return_sum += (self.running_return * ended[:, None]).sum(0)
         self.length_sum += (self.running_length * ended).sum()
         self.episodes += ended.sum()
-        if tags is not None:
-            self.tags_sum += (tags.to(ended.dtype) * ended).sum()
+        for name, values in (metrics or {}).items():
+            self.metric_sums[name] += (values.to(ended.dtype) * ended).sum()
         self.running_return *= 1 - ended[:, None]
         self.running_length *= 1 - ended
         self.steps += 1
 
     def add_rollout(self, rewards: torch.Tensor, dones: torch.Tensor,
-                    tags: torch.Tensor | None = None) -> None:
+                    metrics: dict[str, torch.Tensor] | None = None) -> None:
         """What `update` does step by step, for a whole rollout at once: rewards [steps,
-        envs, agents], dones [steps, envs], tags [steps, envs] or None.
+        envs, agents], dones [steps, envs], each metric [steps, envs].
 
         `update` is some twenty small operations per step; in a rollout of a hundred steps
         that is two thousand kernels for a few sums. Here the same sums take a handful,
@@ -85,20 +91,20 @@ class EpisodeStats:
         self.return_sum += (returns * ended[..., None]).sum((0, 1))
         self.length_sum += (lengths * ended).sum()
         self.episodes += ended.sum()
-        if tags is not None:
-            self.tags_sum += (tags.to(ended.dtype) * ended).sum()
+        for name, values in (metrics or {}).items():
+            self.metric_sums[name] += (values.to(ended.dtype) * ended).sum()
         self.running_return.copy_(returns[-1] * (1 - ended[-1])[:, None])
         self.running_length.copy_(lengths[-1] * (1 - ended[-1]))
         self.steps += steps
 
-    def device_values(self, groups, num_envs: int, tags: bool) -> dict[str, torch.Tensor]:
+    def device_values(self, groups, num_envs: int) -> dict[str, torch.Tensor]:
         """This iteration's metrics as 0-d device tensors (NaN where no episode ended):
         per group, the mean episode return of one of its agents and the mean reward per
-        agent-step; the mean episode length; tags per episode."""
+        agent-step; the mean episode length; each env metric per episode."""
         episodes = self.episodes
         values = {"episodes": episodes, "episode_length": self.length_sum / episodes}
-        if tags:
-            values["tags_per_episode"] = self.tags_sum / episodes
+        for name, total in self.metric_sums.items():
+            values[per_episode(name)] = total / episodes
         for group in groups:
             returns = group.take(self.return_sum, 0).sum()
             rewards = group.take(self.reward_sum, 0).sum()
@@ -109,19 +115,24 @@ class EpisodeStats:
 
     def clear(self) -> None:
         """Start the sums over (the running episodes go on)."""
-        for sums in (self.return_sum, self.reward_sum, self.length_sum, self.tags_sum,
-                     self.episodes):
+        for sums in (self.return_sum, self.reward_sum, self.length_sum, self.episodes,
+                     *self.metric_sums.values()):
             sums.zero_()
         self.steps = 0
 
     def state_dict(self) -> dict:
-        return {name: value.clone() if isinstance(value, torch.Tensor) else value
-                for name, value in vars(self).items()}
+        state = {name: value.clone() if isinstance(value, torch.Tensor) else value
+                 for name, value in vars(self).items() if name != "metric_sums"}
+        state["metric_sums"] = {n: v.clone() for n, v in self.metric_sums.items()}
+        return state
 
     def load_state_dict(self, state: dict) -> None:
         for name, value in state.items():
             mine = getattr(self, name)
-            if isinstance(mine, torch.Tensor):
+            if name == "metric_sums":
+                for metric, total in value.items():
+                    mine[metric].copy_(total)
+            elif isinstance(mine, torch.Tensor):
                 mine.copy_(value)
             else:
                 setattr(self, name, value)

@@ -1,7 +1,7 @@
 """What a training run leaves behind: metrics as CSV and JSON, and pictures of them.
 
 The history of a run is a list of rows, one per iteration, keyed as in `Trainer.iterate`
-(`cart/return`, `time/policy`, ...). These functions write it and draw it; the CLI, the
+(`POLICY/return`, `time/policy`, ...). These functions write it and draw it; the CLI, the
 notebooks and the benchmark all call them. Every file is written whole or not at all
 (wd_teach.files.atomic_write): a run killed mid-write leaves the previous file, never half.
 """
@@ -9,6 +9,7 @@ notebooks and the benchmark all call them. Every file is written whole or not at
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 from pathlib import Path
@@ -67,9 +68,12 @@ def series(history: list[dict], key: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def plot_learning_curves(history: list[dict], groups: list[str], title: str = "",
-                         target: float | None = None, ax=None):
-    """Each policy's mean episode return against env steps (and Tag's tags per episode on
-    a second axis). Falls back to the reward per step where no episode has ended yet."""
+                         target: float | None = None, ax=None,
+                         metrics: dict[str, str] | None = None):
+    """Each policy's mean episode return against env steps, and the env's own episode
+    metrics on a second axis (`metrics`: history key -> axis label; by default every
+    `*_per_episode` key, labelled by its name). Falls back to the reward per step where no
+    episode has ended yet."""
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 3.5))
     for group in groups:
@@ -83,11 +87,17 @@ def plot_learning_curves(history: list[dict], groups: list[str], title: str = ""
         ax.axhline(target, color="0.5", ls="--", label=f"target {target:g}")
     ax.set(xlabel="environment steps", ylabel="mean episode return per agent",
            title=title or "Learning curve")
-    steps, tags = series(history, "tags_per_episode")
-    if len(tags):
+    if metrics is None:
+        keys = dict.fromkeys(k for row in history for k in row if k.endswith("_per_episode"))
+        metrics = {key: key.replace("_", " ") for key in keys}
+    shown = {key: label for key, label in metrics.items() if len(series(history, key)[1])}
+    if shown:
         twin = ax.twinx()
-        twin.plot(steps, tags, color="tab:red", ls=":", marker=".", label="tags per episode")
-        twin.set_ylabel("runners tagged per episode", color="tab:red")
+        colors = itertools.cycle(["tab:red", "tab:purple", "tab:brown"])
+        for (key, label), color in zip(shown.items(), colors, strict=False):  # colors cycle
+            steps, values = series(history, key)
+            twin.plot(steps, values, color=color, ls=":", marker=".", label=label)
+        twin.set_ylabel(", ".join(shown.values()))
         twin.legend(loc="lower right", fontsize=8)
     ax.legend(loc="upper left", fontsize=8)
     return ax

@@ -10,7 +10,7 @@ kernels. (On the NumPy backend, "the device" is the CPU, and the same loop runs 
 
 The env is stepped without its automatic reset, and the loop resets finished envs itself,
 after it has recorded what the finished episodes ended with: the observation an off-policy
-learner needs as the next state, and the runners Tag's taggers caught.
+learner needs as the next state, and the env's own episode metrics (Env.episode_metrics).
 
 On a GPU the whole rollout is recorded as one CUDA graph after its first run and replayed
 from then on (wd_teach/speed.py): the same kernels on the same memory, launched by the
@@ -55,7 +55,7 @@ class RolloutBuffer:
 
     def __init__(self, steps: int, num_envs: int, num_agents: int, obs_size: int,
                  action_width: int, action_dtype: torch.dtype, device: torch.device,
-                 next_obs: bool = False, tags: bool = False):
+                 next_obs: bool = False, metrics=()):
         per_agent = (steps, num_envs, num_agents)
         zeros = lambda shape, dtype=torch.float32: torch.zeros(shape, dtype=dtype,
                                                                device=device)
@@ -69,12 +69,12 @@ class RolloutBuffer:
         self.last_values = zeros((num_envs, num_agents))
         self.next_obs = zeros((*per_agent, obs_size)) if next_obs else None
         self.terminals = zeros((steps, num_envs)) if next_obs else None
-        self.tags = zeros((steps, num_envs)) if tags else None  # Tag: runners caught
+        self.metrics = {name: zeros((steps, num_envs)) for name in metrics}  # per env, per step
 
     @property
     def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in vars(self).values()
-                   if isinstance(t, torch.Tensor))
+        tensors = [*vars(self).values(), *self.metrics.values()]
+        return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
 
     def group(self, group) -> Batch:
         """`group`'s part of every tensor (views where the group is contiguous)."""
@@ -91,19 +91,19 @@ class Rollout:
     """Collects `steps` steps of every env into a RolloutBuffer, with an Acting (policy
     and sampling) and an EnvWrapper made with auto_reset=False."""
 
-    def __init__(self, wrapper, acting, steps: int, next_obs: bool = False,
-                 tags: torch.Tensor | None = None, num_runners: int = 0, *,
+    def __init__(self, wrapper, acting, steps: int, next_obs: bool = False, *,
                  graph: bool = False, precision: str = "fp32", log_probs: bool = True):
         self.wrapper, self.acting = wrapper, acting
+        self.metrics = wrapper.env.episode_metrics()  # what the env reports per episode
         self.log_probs = log_probs  # False: the learner works them out itself (A2C)
         self.precision = precision
         self.buffer = RolloutBuffer(steps, wrapper.num_envs, wrapper.num_agents,
                                     wrapper.env.obs_size, acting.action_width(),
                                     acting.action_dtype(), wrapper.device, next_obs,
-                                    tags=tags is not None)
-        self.stats = EpisodeStats(wrapper.num_envs, wrapper.num_agents, wrapper.device)
+                                    metrics=self.metrics)
+        self.stats = EpisodeStats(wrapper.num_envs, wrapper.num_agents, wrapper.device,
+                                  metrics=self.metrics)
         self.timer = PhaseTimer(wrapper.device)
-        self._runners_left, self._num_runners = tags, num_runners
         # A graph only where every step is device work on fixed memory: a GPU, and an
         # acting whose random numbers come from the store (the sampler's Philox counters).
         graphed = graph and wrapper.device.type == "cuda" and acting.graph_safe
@@ -146,12 +146,12 @@ class Rollout:
                 if buffer.next_obs is not None:
                     buffer.next_obs[t].copy_(env.obs)  # the last obs of an ended episode
                     torch.logical_and(done, ~info["truncated"], out=buffer.terminals[t])
-                if buffer.tags is not None:
-                    torch.sub(self._num_runners, self._runners_left, out=buffer.tags[t])
+                for name, metric in self.metrics.items():
+                    buffer.metrics[name][t].copy_(metric.read(env.store))
                 acting.after_step(done)
                 env.reset_done()
         with timer("policy"):
             acting.forward(env.obs, buffer.last_values)  # values to bootstrap from
-        # Episode returns, lengths and tags, for the whole rollout in a few operations.
-        self.stats.add_rollout(buffer.rewards, buffer.dones, buffer.tags)
+        # Episode returns, lengths and the env's metrics, for the whole rollout at once.
+        self.stats.add_rollout(buffer.rewards, buffer.dones, buffer.metrics)
         return buffer

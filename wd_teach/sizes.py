@@ -51,6 +51,9 @@ class LessonSizes:
     bench_envs: tuple[int, ...] = (1, 10, 100, 1_000, 10_000)
     bench_agents: tuple[int, ...] = (10, 110, 1_000)
     bench_train_envs: tuple[int, ...] = (100, 500)
+    #: The game the benchmarks measure unless told another (a name or an env folder): the
+    #: one WarpDrive's paper measures, 10 taggers chasing 100 runners.
+    bench_env: str = "tag_continuous"
 
     @property
     def agent_slots(self) -> int:

@@ -6,9 +6,9 @@ Learner). After the update the iteration's metrics, which were added up on the d
 come to the host in one copy: the only synchronisation of a normal iteration. With
 `profile=True` the phases are timed as well (CUDA events on a GPU), read in a second one.
 
-    trainer = Trainer("cartpole")                  # the defaults in envs/cartpole/config.yaml
+    trainer = Trainer("NAME")                      # a shipped env, its folder's config.yaml
     trainer = Trainer("path/to/my_env")            # any env folder, with its config.yaml
-    trainer = Trainer(CartPole(episode_length=200))  # an env object, its folder's defaults
+    trainer = Trainer(MyEnv(episode_length=200))   # an env object, its folder's defaults
     trainer.train(50)                              # a progress bar; trainer.history grows
     trainer.save("run/checkpoint.safetensors")     # model, optimiser, RNGs, env, history
     trainer = Trainer.from_checkpoint("run/checkpoint.safetensors")   # ... and on, bit for bit
@@ -39,7 +39,7 @@ from wd_teach.device import gpu_available
 from wd_teach.env import Env
 from wd_teach.errors import ConfigError, LaunchError, TrainError
 from wd_teach.launch import launch_geometry
-from wd_teach.metrics import EpisodeStats
+from wd_teach.metrics import EpisodeStats, per_episode
 from wd_teach.policy import agent_groups, make_policy
 from wd_teach.rollout import Rollout
 from wd_teach.speed import maybe_graphed, precision_context
@@ -49,8 +49,6 @@ CHECKPOINT_FORMAT = 2  # wd_teach.checkpoint.FORMAT_VERSION: safetensors + JSON
 #: The parts of a state dict (Trainer.state_dict) a checkpoint must hold.
 STATE_PARTS = ("format", "env", "config", "groups", "iteration", "env_steps", "history",
                "learners", "acting", "store", "stats", "generator", "torch_rng")
-#: Store arrays that a Tag game keeps, from which the rollout counts runners caught.
-RUNNERS_LEFT = "runners_left"
 
 
 def default_backend() -> str:
@@ -125,17 +123,13 @@ class Trainer:
                  getattr(c.algorithm, "noise_sigma", 0.2))
         self.acting = make_acting(self.wrapper, self.groups, list(self.policies.values()),
                                   self.seed, self.generator, noise)
-        tags = RUNNERS_LEFT in self.wrapper.store.names
         self.rollout = Rollout(self.wrapper, self.acting, c.trainer.steps,
                                next_obs=self.algorithm.NEEDS_NEXT_OBS,
-                               tags=self.wrapper.store[RUNNERS_LEFT] if tags else None,
-                               num_runners=getattr(self.env.config, "num_runners", 0),
                                graph=graphs, precision=c.trainer.precision,
                                log_probs=getattr(self.algorithm, "NEEDS_LOG_PROBS", True))
         self._graph_update = graph_update
         self._graphed_update = maybe_graphed(graph_update, self._update, self.backend,
                                              watch=self._training_memory)
-        self.has_tags = tags
         self.iteration = 0
         self.env_steps = 0
         self.history: list[dict] = []
@@ -154,8 +148,7 @@ class Trainer:
         timer.enabled = profile
         start = time.perf_counter()
         buffer = self.rollout.collect()
-        device_values = self.rollout.stats.device_values(self.groups, self.wrapper.num_envs,
-                                                         self.has_tags)
+        device_values = self.rollout.stats.device_values(self.groups, self.wrapper.num_envs)
         with timer("training"):
             device_values.update(self._update_step(buffer))
         # The one trip to the host of this iteration: every metric in one copy.
@@ -240,10 +233,17 @@ class Trainer:
         for group in self.groups:
             value = self.latest(f"{group.name}/return")
             shown[group.name] = "-" if value is None else f"{value:.3g}"
-        if self.has_tags and self.latest("tags_per_episode") is not None:
-            shown["tags"] = f"{self.latest('tags_per_episode'):.3g}"
+        for metric in self.env.episode_metrics():  # what the env itself reports
+            value = self.latest(per_episode(metric))
+            if value is not None:
+                shown[metric] = f"{value:.3g}"
         shown["steps/s"] = f"{row['steps_per_second']:,.0f}"
         return shown
+
+    @property
+    def metric_labels(self) -> dict[str, str]:
+        """The env's episode metrics as the history names them, with their labels."""
+        return {per_episode(name): m.label for name, m in self.env.episode_metrics().items()}
 
     def latest(self, key: str) -> float | None:
         """The last finite value of `key` in the history (returns are NaN in iterations
@@ -281,9 +281,10 @@ class Trainer:
         acting = make_acting(wrapper, self.groups, policies, seed, generator)
         for policy in policies:
             policy.to(wrapper.device)
-        stats = EpisodeStats(num_envs, wrapper.num_agents, wrapper.device)
+        metrics = self.env.episode_metrics()
+        stats = EpisodeStats(num_envs, wrapper.num_agents, wrapper.device, metrics)
         playing = torch.ones(num_envs, dtype=torch.bool, device=wrapper.device)
-        names = [n for n in self._frame_names() if n in wrapper.store.names] if record else []
+        names = [n for n in self.env.frame_arrays() if n in wrapper.store.names] if record else []
         frames = {n: [wrapper.store[n][0].clone()] for n in names}
         ended = []
         scratch_actions = torch.zeros((num_envs, wrapper.num_agents, acting.action_width()),
@@ -300,9 +301,8 @@ class Trainer:
                 if group.name in random:
                     random_actions(wrapper, group, generator)
             _, rewards, done, _ = wrapper.step()
-            tags = (getattr(self.env.config, "num_runners", 0) - wrapper.store[RUNNERS_LEFT]
-                    if RUNNERS_LEFT in wrapper.store.names else None)
-            stats.update(rewards * playing[:, None], done & playing, tags)
+            stats.update(rewards * playing[:, None], done & playing,
+                         {name: m.read(wrapper.store) for name, m in metrics.items()})
             for n in names:
                 frames[n].append(wrapper.store[n][0].clone())
             ended.append(done[0].clone())
@@ -310,7 +310,7 @@ class Trainer:
             wrapper.reset_done()
         for policy in policies:
             policy.to(self.device)
-        values = stats.device_values(self.groups, num_envs, RUNNERS_LEFT in wrapper.store.names)
+        values = stats.device_values(self.groups, num_envs)
         pulled = dict(zip(values, torch.stack(list(values.values())).cpu().tolist(),
                           strict=True))
         kept = {}
@@ -320,13 +320,6 @@ class Trainer:
             kept = {n: torch.stack(frames[n][:last + 1]).cpu().numpy() for n in names}
         return Evaluation(metrics=pulled, frames=kept, num_envs=num_envs, greedy=greedy,
                           random=tuple(random))
-
-    def _frame_names(self) -> list[str]:
-        """What an animation of this env needs: Tag's positions, or the whole state."""
-        if self.has_tags:
-            return ["loc_x", "loc_y", "in_game"]
-        state = self.env.initial_state(1, np.random.default_rng(0))
-        return [n for n in state if n != "obs"]
 
     # -- checkpoints ------------------------------------------------------------------------
 

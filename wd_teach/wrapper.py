@@ -34,6 +34,19 @@ ENV_BACKENDS = ("pycuda", "numba", NUMPY)
 INT32_MAX = np.iinfo(np.int32).max
 
 
+def _check_one_block(env: Env, geometry) -> None:
+    """An env whose kernels hold its agents together with a barrier (one_block_per_env)
+    cannot be split over blocks: a barrier waits only for its own block's threads, so the
+    agents of the other block would be read half-written. Refused before any GPU work."""
+    blocks = geometry.grid[1]
+    if env.one_block_per_env and blocks > 1:
+        raise EnvError(
+            f"{type(env).__name__}'s agents interact inside a step (one_block_per_env), so "
+            f"each environment must run in one block; {env.num_agents:,} agents at "
+            f"{geometry.block[0]} threads per block would take {blocks} blocks. Use at most "
+            f"{MAX_THREADS_PER_BLOCK} agents per environment and max_threads >= num_agents.")
+
+
 class EnvWrapper:
     """`num_envs` copies of `env`, stepped together on one backend.
 
@@ -54,7 +67,8 @@ class EnvWrapper:
         self.auto_reset = bool(auto_reset)
         self.check_actions = bool(check_actions)
         device = torch.device("cpu") if self.backend == NUMPY else default_device()
-        launch_geometry(num_envs, env.num_agents, max_threads)  # too many agents: say so now
+        geometry = launch_geometry(num_envs, env.num_agents, max_threads)  # say it now
+        _check_one_block(env, geometry)
         _check_size(env, num_envs, device)  # before the host makes arrays that cannot fit
         state = env.full_state(num_envs, seed)
         self.store = DataStore(num_envs, env.num_agents, env.episode_length, device=device)

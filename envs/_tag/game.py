@@ -26,11 +26,15 @@ import numpy as np
 from gymnasium import spaces
 
 from wd_teach.cuda_c import INCLUDE_DIR
-from wd_teach.env import Env, StateArray, Tolerance, require
+from wd_teach.env import Env, EpisodeMetric, StateArray, Tolerance, require
 from wd_teach_envs._tag.tag_numba import MAX_NEAREST
 
 #: The shared catch kernel, in CUDA C (its Numba twin is tag_catch in tag_numba.py).
 TAG_CU = INCLUDE_DIR / "tag.cu"
+#: When a benchmark sizes a game by its number of agents: runners per tagger, and the most
+#: neighbours each agent sees (the benchmark game: 10 taggers, 100 runners, 10 nearest).
+RUNNERS_PER_TAGGER = 10
+SIZED_NEAREST = 10
 #: The features of an own block and of a neighbour slot that every Tag game has.
 OWN_FEATURES = ("x", "y", "is runner", "in game")
 SLOT_FEATURES = ("present", "dx", "dy", "is runner")
@@ -95,6 +99,34 @@ class TagGame(Env):
     @property
     def num_taggers(self) -> int:
         return self.config.num_taggers
+
+    # -- what Tag tells the trainer, the reports and the benchmarks ----------------------------
+
+    def agent_roles(self) -> dict[str, list[int]]:
+        taggers = self.config.num_taggers
+        return {"taggers": list(range(taggers)),
+                "runners": list(range(taggers, self.num_agents))}
+
+    def episode_metrics(self) -> dict[str, EpisodeMetric]:
+        runners = self.config.num_runners
+        return {"tags": EpisodeMetric("runners tagged per episode",
+                                      lambda store: runners - store["runners_left"])}
+
+    def frame_arrays(self) -> list[str]:
+        return ["loc_x", "loc_y", "in_game"]
+
+    def params_for_agents(self, num_agents: int) -> dict:
+        """The config's own split where it has that many agents; else one tagger for about
+        ten runners, each seeing at most its nearest `num_nearest` (or all others)."""
+        c = self.config
+        if num_agents == self.num_agents:
+            return {}
+        require(num_agents >= 2, f"a Tag game needs a tagger and a runner: at least 2 agents, "
+                                 f"got {num_agents}.")
+        taggers = max(1, round(num_agents / (RUNNERS_PER_TAGGER + 1)))
+        nearest = min(c.num_nearest or SIZED_NEAREST, num_agents - 1)
+        return {"num_taggers": taggers, "num_runners": num_agents - taggers,
+                "num_nearest": nearest}
 
     @property
     def num_neighbors(self) -> int:
