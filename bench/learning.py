@@ -7,6 +7,12 @@
     pendulum        DDPG      the mean return of 100 fresh episodes (the actor, no noise) > -300
     tag_continuous  A2C       runners tagged per episode by the trained taggers (argmax) at
                               least twice what random taggers tag, both against random runners
+    acrobot         PPO       the mean return of 100 fresh episodes (argmax) > -100
+    mountain_car    PPO       the mean return of 100 fresh episodes (argmax) > -200: the flag
+                              reached (an episode that never reaches it returns -200)
+    mountain_car_continuous
+                    DDPG      the mean return of 100 fresh episodes (the actor, no noise) > 0:
+                              the flag reached (+100, less the push spent on the way)
 
 Each run uses its environment's default config (envs/<env>/config.yaml, full size on a
 GPU, toy size on a CPU) through the same Trainer as the CLI and the notebooks. The table
@@ -57,13 +63,28 @@ def run_tag(trainer: Trainer) -> dict:
             "last_training_tags": trainer.latest("tags_per_episode")}
 
 
-RUNS = {"cartpole": run_cartpole, "pendulum": run_pendulum, "tag_continuous": run_tag}
+def mean_return_above(key: str, target: float, metric: str):
+    """A run whose target is the evaluated mean return of policy `key` above `target`."""
+    def run(trainer: Trainer) -> dict:
+        result = trainer.evaluate(num_envs=EVAL_ENVS)
+        value = result.metrics[f"{key}/return"]
+        return {"metric": metric, "final": value, "target": target, "passed": value > target,
+                "episode_length": result.metrics["episode_length"],
+                "last_training_return": trainer.latest(f"{key}/return")}
+    return run
+
+
+RUNS = {"cartpole": run_cartpole, "pendulum": run_pendulum, "tag_continuous": run_tag,
+        "acrobot": mean_return_above("acrobot", -100.0, "mean return, argmax"),
+        "mountain_car": mean_return_above("car", -200.0, "mean return, argmax (flag: > -200)"),
+        "mountain_car_continuous": mean_return_above(
+            "car", 0.0, "mean return, actor without noise (flag: > 0)")}
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, help="where to write the JSON results")
-    parser.add_argument("--only", nargs="*", choices=list(RUNS), default=list(RUNS))
+    parser.add_argument("--only", nargs="*", choices=list(RUNS), default=list(RUNS)[:3])
     parser.add_argument("--set", action="append", default=[], metavar="ENV:KEY=VALUE",
                         help="change one env's config, e.g. tag_continuous:trainer.lr=1e-3")
     parser.add_argument("--every", type=int, default=0,
@@ -105,7 +126,7 @@ def main(argv: list[str] | None = None) -> None:
            f"{'final':>10}{'target':>9}  met"
     print(f"\n{device}\n{head}")
     for r in rows:
-        print(f"{r['env']:<16}{r['algorithm']:<10}{r['iterations']:>11}{r['env_steps']:>13,}"
+        print(f"{r['env'][:15]:<16}{r['algorithm']:<10}{r['iterations']:>11}{r['env_steps']:>13,}"
               f"{r['wall_seconds']:>9.1f}{r['final']:>10.4g}{r['target']:>9g}  "
               f"{'yes' if r['passed'] else 'no'}")
     print(f"\nwrote {args.out}")
