@@ -16,7 +16,8 @@ TAG = ["env.num_envs=3", "trainer.steps=6", "env.params.num_taggers=2",
 def test_an_update_in_parts_reports_the_losses_of_the_whole_batch():
     whole = Trainer("tag_continuous", gpu=False, sets=TAG)
     parts = Trainer("tag_continuous", gpu=False, sets=[*TAG, "trainer.chunk_samples=7"])
-    assert parts.learners["runners"].chunk == 7  # 6 steps x 3 envs x 4 runners: a step a part
+    # 6 steps x 3 envs x 4 runners: a step a part
+    assert parts.learners["runners"].options.chunk_samples == 7
     for trainer in (whole, parts):
         trainer.train(1, progress=False)
     torch.testing.assert_close(parts.rollout.buffer.obs, whole.rollout.buffer.obs)

@@ -190,17 +190,22 @@ class NoisyActing(Acting):
         self.noise.state.copy_(state["noise"])
 
 
+#: Ornstein-Uhlenbeck noise (theta, sigma) of a deterministic policy whose algorithm
+#: names none (an evaluation, say).
+DEFAULT_NOISE = (0.15, 0.2)
+
+
 def make_acting(wrapper, groups, policies, seed: int, generator: torch.Generator,
-                noise: tuple[float, float] = (0.15, 0.2)) -> Acting:
+                noise: tuple[float, float] | None = None) -> Acting:
     """The acting that fits the policies' kind (they all have the same kind: one env, one
-    action space)."""
+    action space). `noise`: (theta, sigma) of a deterministic policy's exploration."""
     first = policies[0]
     if isinstance(first, CategoricalActorCritic):
         return CategoricalActing(wrapper, groups, policies, seed)
     if isinstance(first, GaussianActorCritic):
         return GaussianActing(wrapper, groups, policies, generator)
     if isinstance(first, DeterministicActorCritic):
-        return NoisyActing(wrapper, groups, policies, generator, *noise)
+        return NoisyActing(wrapper, groups, policies, generator, *(noise or DEFAULT_NOISE))
     raise TypeError(f"no acting for a {type(first).__name__}")
 
 

@@ -33,6 +33,7 @@ import torch
 
 from wd_teach.acting import make_acting, random_actions
 from wd_teach.algorithms import ALGORITHMS
+from wd_teach.algorithms.base import LearnerOptions
 from wd_teach.checkpoint import SUFFIX, read_checkpoint, write_checkpoint
 from wd_teach.config import TrainConfig, load_config, make_env, resolve_agents
 from wd_teach.device import gpu_available
@@ -100,33 +101,31 @@ class Trainer:
                                   auto_reset=False, check_actions=False)
         self.device = self.wrapper.device
         self.generator = torch.Generator(device=self.device).manual_seed(self.seed)
+        can = self.algorithm.CAPABILITIES  # what the algorithm needs and can do
         graphs = c.trainer.cuda_graphs and self.device.type == "cuda"
-        graph_update = graphs and getattr(self.algorithm, "GRAPH_UPDATE", False)
+        graph_update = graphs and can.graph_update
+        # The same optimiser arithmetic with graphs on or off: a capturable optimiser keeps
+        # its step count on the device and rounds its bias correction there, so a replayed
+        # update and a step-by-step one agree bit for bit only if both use it.
+        capturable = self.device.type == "cuda" and can.graph_update
         self.policies = {}
         self.learners = {}
         for group in self.groups:
             spec = c.policies[group.name]
-            policy = make_policy(self.algorithm.POLICY, self.env.obs_size, self.env.action_space,
+            policy = make_policy(can.policy, self.env.obs_size, self.env.action_space,
                                  spec.hidden).to(self.device)
             self.policies[group.name] = policy
-            # The same optimiser arithmetic with graphs on or off: capturable Adam keeps its
-            # step count on the device and rounds its bias correction there, so a replayed
-            # update and a step-by-step one agree bit for bit (fp32) only if both use it.
-            capturable = self.device.type == "cuda" and getattr(self.algorithm,
-                                                                 "GRAPH_UPDATE", False)
-            options = {"capturable": True} if capturable else {}
-            learner = self.algorithm.Learner(policy, c.algorithm, spec.lr or c.trainer.lr,
-                                             self.generator, **options)
-            learner.chunk = c.trainer.chunk_samples
-            self.learners[group.name] = learner
-        noise = (getattr(c.algorithm, "noise_theta", 0.15),  # DDPG's exploration
-                 getattr(c.algorithm, "noise_sigma", 0.2))
+            options = LearnerOptions(lr=spec.lr or c.trainer.lr, generator=self.generator,
+                                     capturable=capturable,
+                                     chunk_samples=c.trainer.chunk_samples)
+            self.learners[group.name] = self.algorithm.Learner(policy, c.algorithm, options)
+        noise = ((c.algorithm.noise_theta, c.algorithm.noise_sigma)
+                 if can.exploration_noise else None)
         self.acting = make_acting(self.wrapper, self.groups, list(self.policies.values()),
                                   self.seed, self.generator, noise)
         self.rollout = Rollout(self.wrapper, self.acting, c.trainer.steps,
-                               next_obs=self.algorithm.NEEDS_NEXT_OBS,
-                               graph=graphs, precision=c.trainer.precision,
-                               log_probs=getattr(self.algorithm, "NEEDS_LOG_PROBS", True))
+                               next_obs=can.next_obs, graph=graphs,
+                               precision=c.trainer.precision, log_probs=can.log_probs)
         self._graph_update = graph_update
         self._graphed_update = maybe_graphed(graph_update, self._update, self.backend,
                                              watch=self._training_memory)

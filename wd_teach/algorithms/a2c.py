@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
+from wd_teach.algorithms.base import Capabilities, LearnerBase, LearnerOptions
 from wd_teach.algorithms.common import (
     check_loss_weights,
     check_returns,
@@ -27,14 +28,10 @@ from wd_teach.algorithms.common import (
     normalize,
 )
 
-#: The policy this algorithm trains: a distribution to sample from, and a critic.
-POLICY = "stochastic"
-#: Whether the rollout must keep each step's next observation (off-policy learners do).
-NEEDS_NEXT_OBS = False
-#: Whether the update reads the rollout's log-probabilities (A2C works them out anew).
-NEEDS_LOG_PROBS = False
-#: Whether the update can be recorded as a CUDA graph: device work only, no random numbers.
-GRAPH_UPDATE = True
+#: A distribution to sample from and a critic; an update that a CUDA graph can record,
+#: worked out in parts; it works the log-probabilities out anew, so the rollout keeps none.
+CAPABILITIES = Capabilities(policy="stochastic", graph_update=True, log_probs=False,
+                            chunked_update=True)
 
 
 @dataclass(frozen=True)
@@ -58,21 +55,23 @@ def check(config: Config, samples: int, policy: str) -> None:
     """Nothing to divide: A2C takes the whole batch at once."""
 
 
-class Learner:
-    #: The optimisers it steps, by attribute name (Lightning drives them from outside).
-    optimizer_names = ("optimizer",)
+def loss(log_prob, entropy, value, advantages, returns, config: Config, samples: int):
+    """The A2C loss of one part of the batch: policy gradient, critic regression, entropy
+    bonus, each a sum over the part divided by the whole batch's `samples` (so the parts'
+    losses add up to the batch's means). Returns (loss, policy_loss, value_loss, entropy)."""
+    policy_loss = -(advantages * log_prob).sum() / samples
+    value_loss = 0.5 * (returns - value).pow(2).sum() / samples
+    entropy = entropy.sum() / samples
+    total = policy_loss + config.value_coef * value_loss - config.entropy_coef * entropy
+    return total, policy_loss, value_loss, entropy
 
-    """One policy group's A2C: its network, its optimiser, its update."""
 
-    def __init__(self, policy: torch.nn.Module, config: Config, lr: float,
-                 generator: torch.Generator, capturable: bool = False):
-        self.policy, self.config = policy, config
-        # capturable: Adam keeps its step count on the device, so a CUDA graph can hold it
-        self.optimizer = torch.optim.Adam(policy.parameters(), lr=lr, eps=1e-5,
-                                          capturable=capturable)
-        self.backward = None  # None: loss.backward()
-        self.reduce = None  # None: these gradients alone (one GPU)
-        self.chunk = 1 << 20  # samples per forward/backward part
+class Learner(LearnerBase):
+    """One policy group's A2C: one gradient step per rollout."""
+
+    def __init__(self, policy: torch.nn.Module, config: Config, options: LearnerOptions):
+        super().__init__(policy, config, options)
+        self.optimizer = self.adam(policy.parameters(), options.lr, eps=1e-5)
 
     def update(self, batch) -> dict[str, torch.Tensor]:
         c = self.config
@@ -84,23 +83,12 @@ class Learner:
 
         self.optimizer.zero_grad(set_to_none=True)
         sums = torch.zeros(4, device=advantages.device)
-        for part in chunks(steps, samples // steps, self.chunk):
+        for part in chunks(steps, samples // steps, self.options.chunk_samples):
             log_prob, entropy, value = self.policy.evaluate(flat(batch.obs[part]),
                                                             flat(batch.actions[part]))
-            # The A2C loss: policy gradient, critic regression, entropy bonus (means over
-            # the whole batch, taken part by part).
-            policy_loss = -(flat(advantages[part]) * log_prob).sum() / samples
-            value_loss = 0.5 * (flat(returns[part]) - value).pow(2).sum() / samples
-            entropy = entropy.sum() / samples
-            loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy
-            (self.backward or torch.Tensor.backward)(loss)
-            sums += torch.stack([loss, policy_loss, value_loss, entropy]).detach()
+            losses = loss(log_prob, entropy, value, flat(advantages[part]),
+                          flat(returns[part]), c, samples)
+            (self.backward or torch.Tensor.backward)(losses[0])
+            sums += torch.stack(losses).detach()
         finish_step(self.optimizer, self.policy.parameters(), c.max_grad_norm, self.reduce)
         return dict(zip(("loss", "policy_loss", "value_loss", "entropy"), sums, strict=True))
-
-    def state_dict(self) -> dict:
-        return {"policy": self.policy.state_dict(), "optimizer": self.optimizer.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.policy.load_state_dict(state["policy"])
-        self.optimizer.load_state_dict(state["optimizer"])

@@ -16,12 +16,16 @@ from dataclasses import dataclass
 
 import torch
 
+from wd_teach.algorithms.base import Capabilities, LearnerBase, LearnerOptions
 from wd_teach.algorithms.common import flat, gradient_step
 from wd_teach.errors import ConfigError
 from wd_teach.ranges import require_number, require_whole
 
-POLICY = "deterministic"
-NEEDS_NEXT_OBS = True
+#: An actor and a Q critic, off-policy: the rollout keeps each next observation, and the
+#: actor explores with Ornstein-Uhlenbeck noise. Its replay draws from a torch generator,
+#: so the update runs step by step.
+CAPABILITIES = Capabilities(policy="deterministic", next_obs=True, log_probs=False,
+                            exploration_noise=True)
 
 
 @dataclass(frozen=True)
@@ -112,25 +116,37 @@ def soft_update(target: torch.nn.Module, source: torch.nn.Module, tau: float) ->
             mine.lerp_(theirs, tau)
 
 
-class Learner:
+def critic_loss(policy, target, obs, action, reward, next_obs, terminal, gamma: float):
+    """Regress Q(s, a) onto the one-step target r + gamma * Q'(s', actor'(s'))."""
+    with torch.no_grad():
+        next_q = target.q(next_obs, target.action(next_obs))
+        wanted = reward + gamma * (1 - terminal) * next_q
+    return (policy.q(obs, action) - wanted).pow(2).mean()
+
+
+def actor_loss(policy, obs):
+    """The actor climbs the critic: maximise Q(s, actor(s))."""
+    return -policy.q(obs, policy.action(obs)).mean()
+
+
+class Learner(LearnerBase):
+    """One policy group's DDPG: replayed minibatches, target networks."""
+
     optimizer_names = ("actor_optimizer", "critic_optimizer")
 
-    def __init__(self, policy: torch.nn.Module, config: Config, lr: float,
-                 generator: torch.Generator):
-        self.policy, self.config, self.generator = policy, config, generator
+    def __init__(self, policy: torch.nn.Module, config: Config, options: LearnerOptions):
+        super().__init__(policy, config, options)
         self.target = copy.deepcopy(policy).requires_grad_(False)
-        self.actor_optimizer = torch.optim.Adam(policy.actor.parameters(), lr=lr)
-        self.critic_optimizer = torch.optim.Adam(policy.critic.parameters(),
-                                                 lr=config.critic_lr or lr)
-        self.backward = None  # None: loss.backward()
-        self.reduce = None  # None: these gradients alone (one GPU)
+        self.actor_optimizer = self.adam(policy.actor.parameters(), options.lr)
+        self.critic_optimizer = self.adam(policy.critic.parameters(),
+                                          config.critic_lr or options.lr)
         obs_size = policy.actor[0].in_features
         action_size = policy.actor[-1].out_features
         self.replay = ReplayBuffer(config.replay_size, obs_size, action_size,
                                    policy.middle.device)
 
     def update(self, batch) -> dict[str, torch.Tensor]:
-        c, policy, target = self.config, self.policy, self.target
+        c, policy = self.config, self.policy
         self.replay.add(obs=flat(batch.obs), actions=flat(batch.actions),
                         rewards=flat(batch.rewards), next_obs=flat(batch.next_obs),
                         terminals=flat(batch.terminals))
@@ -139,31 +155,21 @@ class Learner:
         for _ in range(steps):
             obs, action, reward, next_obs, terminal = self.replay.sample(c.batch_size,
                                                                          self.generator)
-            # The critic: regress Q(s, a) onto r + gamma * Q'(s', actor'(s')).
-            with torch.no_grad():
-                next_q = target.q(next_obs, target.action(next_obs))
-                wanted = reward + c.gamma * (1 - terminal) * next_q
-            critic_loss = (policy.q(obs, action) - wanted).pow(2).mean()
-            gradient_step(self.critic_optimizer, critic_loss, policy.critic.parameters(),
+            value_loss = critic_loss(policy, self.target, obs, action, reward, next_obs,
+                                     terminal, c.gamma)
+            gradient_step(self.critic_optimizer, value_loss, policy.critic.parameters(),
                           c.max_grad_norm, self.backward, self.reduce)
-            # The actor: climb the critic.
-            actor_loss = -policy.q(obs, policy.action(obs)).mean()
-            gradient_step(self.actor_optimizer, actor_loss, policy.actor.parameters(),
+            policy_loss = actor_loss(policy, obs)
+            gradient_step(self.actor_optimizer, policy_loss, policy.actor.parameters(),
                           c.max_grad_norm, self.backward, self.reduce)
-            soft_update(target, policy, c.tau)
-            sums += torch.stack([critic_loss, actor_loss]).detach()
+            soft_update(self.target, policy, c.tau)
+            sums += torch.stack([value_loss, policy_loss]).detach()
         means = sums / max(steps, 1) if steps else torch.full_like(sums, float("nan"))
         return {"value_loss": means[0], "policy_loss": means[1]}
 
-    def state_dict(self) -> dict:
-        return {"policy": self.policy.state_dict(), "target": self.target.state_dict(),
-                "actor_optimizer": self.actor_optimizer.state_dict(),
-                "critic_optimizer": self.critic_optimizer.state_dict(),
-                "replay": self.replay.state_dict()}
+    def extra_state(self) -> dict:
+        return {"target": self.target.state_dict(), "replay": self.replay.state_dict()}
 
-    def load_state_dict(self, state: dict) -> None:
-        self.policy.load_state_dict(state["policy"])
+    def load_extra_state(self, state: dict) -> None:
         self.target.load_state_dict(state["target"])
-        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
-        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
         self.replay.load_state_dict(state["replay"])

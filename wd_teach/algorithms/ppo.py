@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
+from wd_teach.algorithms.base import Capabilities, LearnerBase, LearnerOptions
 from wd_teach.algorithms.common import (
     check_loss_weights,
     check_returns,
@@ -24,8 +25,9 @@ from wd_teach.algorithms.common import (
 from wd_teach.errors import ConfigError
 from wd_teach.ranges import require_number, require_whole
 
-POLICY = "stochastic"
-NEEDS_NEXT_OBS = False
+#: A distribution to sample from and a critic; the update draws minibatch orders from a
+#: torch generator, so it runs step by step, not as a CUDA graph.
+CAPABILITIES = Capabilities(policy="stochastic")
 
 
 @dataclass(frozen=True)
@@ -68,16 +70,31 @@ def check(config: Config, samples: int, policy: str) -> None:
                           "env.num_envs.")
 
 
-class Learner:
-    #: The optimisers it steps, by attribute name (Lightning drives them from outside).
-    optimizer_names = ("optimizer",)
+def loss(log_prob, entropy, value, old_log_prob, old_value, advantage, returns,
+         config: Config):
+    """The PPO loss of one minibatch: the clipped objective (the pessimistic one of the
+    ratio's two terms), the critic's regression (clipped like the ratio if asked) and the
+    entropy bonus. Returns (loss, policy_loss, value_loss, entropy, clipped fraction)."""
+    ratio = (log_prob - old_log_prob).exp()
+    clipped_ratio = ratio.clamp(1 - config.clip_coef, 1 + config.clip_coef)
+    policy_loss = -torch.min(ratio * advantage, clipped_ratio * advantage).mean()
+    value_error = (value - returns).pow(2)
+    if config.clip_value:
+        moved = old_value + (value - old_value).clamp(-config.clip_coef, config.clip_coef)
+        value_error = torch.max(value_error, (moved - returns).pow(2))
+    value_loss = 0.5 * value_error.mean()
+    entropy = entropy.mean()
+    total = policy_loss + config.value_coef * value_loss - config.entropy_coef * entropy
+    clipped = ((ratio - 1).abs() > config.clip_coef).float().mean()
+    return total, policy_loss, value_loss, entropy, clipped
 
-    def __init__(self, policy: torch.nn.Module, config: Config, lr: float,
-                 generator: torch.Generator):
-        self.policy, self.config, self.generator = policy, config, generator
-        self.optimizer = torch.optim.Adam(policy.parameters(), lr=lr, eps=1e-5)
-        self.backward = None  # None: loss.backward()
-        self.reduce = None  # None: these gradients alone (one GPU)
+
+class Learner(LearnerBase):
+    """One policy group's PPO: epochs of shuffled minibatches over each rollout."""
+
+    def __init__(self, policy: torch.nn.Module, config: Config, options: LearnerOptions):
+        super().__init__(policy, config, options)
+        self.optimizer = self.adam(policy.parameters(), options.lr, eps=1e-5)
 
     def update(self, batch) -> dict[str, torch.Tensor]:
         c = self.config
@@ -96,31 +113,11 @@ class Learner:
                 i = order[start:start + size]
                 log_prob, entropy, value = self.policy.evaluate(obs[i], actions[i])
                 advantage = normalize(advantages[i]) if c.normalize_advantages else advantages[i]
-
-                # The clipped objective: the pessimistic one of the two.
-                ratio = (log_prob - old_log_probs[i]).exp()
-                clipped_ratio = ratio.clamp(1 - c.clip_coef, 1 + c.clip_coef)
-                policy_loss = -torch.min(ratio * advantage, clipped_ratio * advantage).mean()
-                value_error = (value - returns[i]).pow(2)
-                if c.clip_value:
-                    moved = old_values[i] + (value - old_values[i]).clamp(-c.clip_coef,
-                                                                          c.clip_coef)
-                    value_error = torch.max(value_error, (moved - returns[i]).pow(2))
-                value_loss = 0.5 * value_error.mean()
-                loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy.mean()
-
-                gradient_step(self.optimizer, loss, self.policy.parameters(), c.max_grad_norm,
-                              self.backward, self.reduce)
-                clipped = ((ratio - 1).abs() > c.clip_coef).float().mean()
-                sums += torch.stack([loss, policy_loss, value_loss, entropy.mean(),
-                                     clipped]).detach()
+                losses = loss(log_prob, entropy, value, old_log_probs[i], old_values[i],
+                              advantage, returns[i], c)
+                gradient_step(self.optimizer, losses[0], self.policy.parameters(),
+                              c.max_grad_norm, self.backward, self.reduce)
+                sums += torch.stack(losses).detach()
         means = sums / (c.epochs * c.num_minibatches)
         names = ("loss", "policy_loss", "value_loss", "entropy", "clip_fraction")
         return dict(zip(names, means, strict=True))
-
-    def state_dict(self) -> dict:
-        return {"policy": self.policy.state_dict(), "optimizer": self.optimizer.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.policy.load_state_dict(state["policy"])
-        self.optimizer.load_state_dict(state["optimizer"])
