@@ -1,4 +1,5 @@
-"""Checker for 05_custom_env: the step of the parking line, written twice.
+"""Checkers for 05_custom_env: the parking line's step, and the spacing step whose agents
+read each other, each written twice (Numba and CUDA C).
 
 The notebook builds the goal line from scratch: particles on a line, each steered left, not
 at all, or right toward its environment's goal. The exercise changes one rule: a particle
@@ -12,21 +13,36 @@ machine can run beside the reference through `check_consistency`, once with one 
 environment and once with each environment split over two blocks, and points at the first
 array that parts. Where PyCUDA cannot run, the CUDA C half is compiled with nvcc and its
 parameters are checked against the store.
+
+The second exercise, `check_spacing_step`, is the step of agents that read each other: each
+agent moves, then finds its nearest neighbour among the moved agents. Between the two
+halves the kernel must wait at a barrier. A missing barrier shows up as a run that parts
+from the reference (on the simulator the threads of a block run one after another, so it
+always does); a `return` before the barrier does not (the simulator waits only for the
+threads still running, and on a GPU it is undefined behaviour: a hang, or reads of half-
+written memory), so the checker reads the kernel's code for it and refuses to launch it.
 """
 
 from __future__ import annotations
 
+import ast
+import inspect
+import re
+import textwrap
+import threading
 from dataclasses import dataclass
 
 import numpy as np
 from gymnasium import spaces
 
 from wd_teach import cuda_c
+from wd_teach._simulator import simulator_on
 from wd_teach.consistency import check_consistency
 from wd_teach.device import choose_backend, discover
-from wd_teach.env import OBS, Env, StateArray, Tolerance, require
+from wd_teach.env import OBS, Env, EpisodeMetric, StateArray, Tolerance, require
 from wd_teach.errors import WdTeachError
 from wd_teach.exercises.cuda_c_check import LABEL, bind_and_compile
+from wd_teach.exercises.gather.env import Gather, GatherConfig
 from wd_teach.launch import MAX_THREADS_PER_BLOCK
 from wd_teach.sizes import lesson_sizes
 from wd_teach.wrapper import EnvWrapper
@@ -208,3 +224,264 @@ def _compile_only(source) -> bool:
     store = EnvWrapper(ParkingLine(), 1, "numpy").store
     return bind_and_compile(text, "parking_step", signatures["parking_step"], store,
                             f"the parameters are {PARAMETERS}.")
+
+
+# -- the second exercise: keep your distance (agents that read each other) -------------------
+
+SPACING_PARAMETERS = ("pos, moves, actions, obs, rewards, done, timestep, episode_length, "
+                      "length, spacing, num_agents")
+#: Seconds a run of the learner's kernel may take before the checker gives up on it.
+TIME_LIMIT = 120
+SPACING_HINTS = {
+    "pos": "first every agent moves: pos + moves[action], kept within [0, length].",
+    "obs": "obs[env, agent] is [pos / length, (pos[nearest] - pos) / length], where nearest "
+           "is another agent (never itself) with the smallest |pos[other] - pos|, the first "
+           "in index order on a tie, all read after the move.",
+    "rewards": "rewards = -| |pos[nearest] - pos| - spacing | / length, after the move; "
+               "nearest is another agent, never the agent itself.",
+    "timestep": "one thread per environment (agent 0) counts the step: timestep += 1.",
+    "done": "agent 0 sets done = timestep >= episode_length (after counting the step).",
+    "done (returned)": "agent 0 sets done = timestep >= episode_length.",
+}
+NO_BARRIER = ("there is no barrier between the move and the reads, so an agent can read a "
+              "neighbour's position before that neighbour has moved (or half-way through). Put "
+              "cuda.syncthreads() (in CUDA C: __syncthreads();) after every agent's move and "
+              "before any agent reads the others.")
+EARLY_RETURN = ("a thread returns before the barrier. Every thread of the block must reach "
+                "the barrier: on a GPU a barrier that some threads never reach is undefined "
+                "(the block can hang, or go on before the others have written). Instead of "
+                "`if agent >= num_agents: return`, keep `active = agent < num_agents` and put "
+                "the work under `if active:`, on both sides of the barrier.")
+
+
+@dataclass(frozen=True)
+class SpacingConfig(GatherConfig):
+    spacing: float = 1.0
+
+    def validate(self) -> None:
+        super().validate()
+        require(self.spacing > 0, "spacing must be positive.")
+
+
+def nearest_offsets(pos: np.ndarray) -> np.ndarray:
+    """pos[nearest] - pos per agent: the nearest other agent, the first in index order on a
+    tie (what a loop with a strict `<` finds)."""
+    offset = pos[:, None, :] - pos[:, :, None]  # [env, agent, other] = pos[other] - pos[agent]
+    far = np.abs(offset)
+    agents = np.arange(pos.shape[1])
+    far[:, agents, agents] = np.inf  # an agent is not its own neighbour
+    nearest = far.argmin(axis=2)
+    return np.take_along_axis(offset, nearest[..., None], axis=2)[..., 0]
+
+
+def spacing_observe(pos, offset, length, obs):
+    obs[..., 0] = pos / length
+    obs[..., 1] = offset / length
+
+
+def spacing_reference(pos, moves, actions, obs, rewards, done, timestep, episode_length,
+                      length, spacing):
+    """The spacing step in NumPy, all environments at once: every agent moves, then each
+    finds its nearest neighbour among the moved agents, and is rewarded for keeping
+    `spacing` from it."""
+    pos[...] = np.minimum(np.maximum(pos + moves[actions], np.float32(0.0)), length)
+    offset = nearest_offsets(pos)
+    rewards[...] = -np.abs(np.abs(offset) - spacing) / length
+    spacing_observe(pos, offset, length, obs)
+    timestep += 1
+    done[:] = timestep >= episode_length
+
+
+class Spacing(Gather):
+    """Agents on a line that keep `spacing` from their nearest neighbour: Gather's folder
+    and training config, with the learner's kernels as its steps."""
+
+    Config = SpacingConfig
+    step_kernels = ("spacing_step",)
+    tolerance = Tolerance(why="subtractions, an abs and a divide: every backend rounds alike")
+
+    def __init__(self, numba_kernel=None, cuda_c_source=None, config=None, **changes):
+        super().__init__(config, **changes)
+        self._numba_kernel = numba_kernel
+        self._cuda_c_source = cuda_c_source
+
+    def initial_state(self, num_envs, rng):
+        state = super().initial_state(num_envs, rng)
+        pos, obs = state["pos"].data, state[OBS].data
+        spacing_observe(pos, nearest_offsets(pos), np.float32(self.config.length), obs)
+        return state
+
+    def constants(self):
+        return {"length": float(self.config.length), "spacing": float(self.config.spacing)}
+
+    def episode_metrics(self):
+        length, spacing = self.config.length, self.config.spacing
+        return {"gap_error": EpisodeMetric(
+            "mean |gap to the nearest neighbour - spacing| at the end",
+            lambda store: ((store[OBS][..., 1] * length).abs() - spacing).abs().mean(1))}
+
+    def numba_kernels(self):
+        return [self._numba_kernel]
+
+    def cuda_sources(self):
+        return [self._cuda_c_source]
+
+    def reference_step(self):
+        return spacing_reference
+
+
+def check_spacing_step(numba_kernel, cuda_c_source, backend: str | None = None) -> bool:
+    """Check both halves of the spacing exercise; `backend` is the one the notebook runs."""
+    if numba_kernel is None or cuda_c_source is None:
+        print("Not yet: write both the Numba kernel and the CUDA C source of spacing_step.")
+        return False
+    backend = choose_backend(backend)
+    order = [backend, *(b for b in ("numba", "pycuda") if b != backend)]
+    right, ran = True, []
+    for half in order:
+        label = "Numba kernel" if half == "numba" else "CUDA C kernel"
+        problems = (numba_barrier_problems(numba_kernel) if half == "numba"
+                    else cuda_c_barrier_problems(cuda_c_source))
+        if EARLY_RETURN in problems:
+            print(f"{label}: not run, because {EARLY_RETURN}")
+            right = False
+        elif half in discover().backends:
+            ok = _run_spacing(numba_kernel, cuda_c_source, half, label, problems)
+            right, ran = right and ok, [*ran, label]
+        elif half == "pycuda":
+            if problems:
+                print(f"{label}: {problems[0]}")
+                right = False
+            else:
+                right = _compile_spacing(cuda_c_source) and right
+        else:
+            print(f"{label}: Numba cannot run here, so it was not checked. See wd_teach.doctor().")
+            right = False
+    if right and len(ran) == 2:
+        print("All right: every agent moves, waits, then finds its nearest neighbour, in "
+              "every environment, on every step.")
+    elif right:
+        print(f"Right as far as it was run: the {ran[0]} agrees with the reference. The other "
+              "half was not run on this machine (see above): run this cell on a GPU to run it.")
+    return right
+
+
+def numba_barrier_problems(kernel) -> list[str]:
+    """What the kernel's code says about its barrier: none, or a return before one."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(kernel.py_func)))
+    except (AttributeError, OSError, TypeError, SyntaxError):
+        return []  # no source to read (made by exec, say): the run is all there is
+    barriers = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
+                and getattr(node.func, "attr", getattr(node.func, "id", "")) == "syncthreads"]
+    returns = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Return)]
+    return _barrier_problems(barriers, returns)
+
+
+def cuda_c_barrier_problems(source) -> list[str]:
+    """The same, read from CUDA C text: the body of the kernel spacing_step."""
+    try:
+        text = cuda_c.read_source(source)
+    except WdTeachError:
+        return []  # the compile step says what is wrong with it
+    code = re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
+    if "spacing_step" not in code:
+        return []  # the compile step says which kernel it found instead
+    code = code[code.find("spacing_step"):]
+    barriers = [m.start() for m in re.finditer(r"__syncthreads\s*\(", code)]
+    returns = [m.start() for m in re.finditer(r"\breturn\b", code)]
+    return _barrier_problems(barriers, returns)
+
+
+def _barrier_problems(barriers: list[int], returns: list[int]) -> list[str]:
+    if not barriers:
+        return [NO_BARRIER]
+    if any(where < max(barriers) for where in returns):
+        return [EARLY_RETURN]
+    return []
+
+
+def spacing_check_sizes() -> tuple[int, int]:
+    """(envs, agents per env) for the checker: the lesson's on the simulator; on a GPU more
+    than one warp of 32 agents per env, so that agents in different warps read each other."""
+    sizes = lesson_sizes()
+    return min(sizes.num_envs, 16), max(2, sizes.num_agents)
+
+
+def _run_spacing(numba_kernel, cuda_c_source, backend: str, label: str,
+                 problems: list[str]) -> bool:
+    num_envs, num_agents = spacing_check_sizes()
+    env = Spacing(numba_kernel, cuda_c_source, num_agents=num_agents, episode_length=6,
+                  length=4.0, step_size=0.5)
+    steps = env.episode_length + 2  # past the end of an episode and into the next
+    done = _within_time_limit(lambda: check_consistency(env, ["numpy", backend],
+                                                        num_envs=num_envs, steps=steps))
+    if done is None:
+        print(f"{label}: did not finish within {TIME_LIMIT} s. Is there a loop that never "
+              "ends, or a barrier inside a branch that only some threads take?")
+        return False
+    report, err = done
+    if isinstance(err, WdTeachError):
+        print(f"{label}: {err}\nHint: the parameters are {SPACING_PARAMETERS}, named as in "
+              "the store.")
+        return False
+    if err is not None:  # the learner's kernel may fail in any way; say how
+        print(f"{label} failed: {type(err).__name__}: {err}")
+        return False
+    found = report.divergence[backend]
+    if found is not None:
+        print(f"{label}: first divergence from the NumPy reference at {found}.")
+        print(f"Hint: {SPACING_HINTS.get(found.array, 'compare with spacing_reference.')}")
+        if problems:  # what the code shows, whatever array parted first
+            print(f"And: {problems[0]}")
+        return False
+    if problems:
+        print(f"{label}: it agreed with the reference on this run, but {problems[0]}")
+        return False
+    print(f"{label}: ran on {backend} beside the NumPy reference, {num_envs} environments of "
+          f"{num_agents} agents for {steps} steps: they agree at every step.")
+    return True
+
+
+def _within_time_limit(run):
+    """(result, None) or (None, error) from run(), or None when it takes over TIME_LIMIT s.
+
+    On the simulator the run goes on in a thread of its own, so a kernel that never ends
+    cannot hang the notebook (its thread is left behind). On a GPU it runs here: a PyCUDA
+    context belongs to the thread that made it, and a kernel stuck on the GPU would not be
+    stopped by a timeout on the host anyway; what could hang there (a return before the
+    barrier) is refused before the launch."""
+    outcome = []
+    if not simulator_on():
+        try:
+            return run(), None
+        except Exception as err:  # reported by the caller, in words
+            return None, err
+
+    def target():
+        try:
+            outcome.append((run(), None))
+        except Exception as err:  # reported by the caller, in words
+            outcome.append((None, err))
+
+    worker = threading.Thread(target=target, daemon=True)
+    worker.start()
+    worker.join(TIME_LIMIT)
+    return outcome[0] if outcome else None
+
+
+def _compile_spacing(source) -> bool:
+    """Where PyCUDA cannot run: bind the parameters by name and compile with nvcc."""
+    try:
+        text = cuda_c.read_source(source)
+        signatures = cuda_c.kernel_signatures(text)
+    except WdTeachError as err:
+        print(f"{LABEL}: {err}")
+        return False
+    if list(signatures) != ["spacing_step"]:
+        print(f'{LABEL}: found extern "C" __global__ kernels {list(signatures)}; write one, '
+              "named spacing_step.")
+        return False
+    store = EnvWrapper(Spacing(), 1, "numpy").store
+    return bind_and_compile(text, "spacing_step", signatures["spacing_step"], store,
+                            f"the parameters are {SPACING_PARAMETERS}.")

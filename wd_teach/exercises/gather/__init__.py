@@ -1,0 +1,1 @@
+"""Gather (lesson 05): agents on a line, each rewarded for being near its group's centre."""
