@@ -9,9 +9,9 @@ resetter copies every reset array's row of the done environments back from its p
 run on untouched. Kernel launches only: no host round trip in the loop.
 
 Each array is seen as rows, [envs, row_length], whatever its shape after the first axis, so
-one small copy kernel per C type serves every array (wd_teach/reset/kernels.cu and
-wd_teach/reset/kernels_numba.py). The random numbers' draw counts are not reset: a restarted episode
-draws new numbers, not the old episode's again.
+one small copy kernel per C type serves every array (kernels.cu and kernels_numba.py
+beside this file; the NumPy twin is reference.py). The random numbers' draw counts are not
+reset: a restarted episode draws new numbers, not the old episode's again.
 """
 
 from __future__ import annotations
@@ -35,18 +35,6 @@ RESET_KERNELS = {
     np.dtype(np.uint8): "reset_uchar",
 }
 DONE = "done"
-
-
-def reference_reset(arrays: dict[str, np.ndarray], pristine: dict[str, np.ndarray],
-                    done: np.ndarray) -> dict[str, np.ndarray]:
-    """NumPy twin of `Resetter.reset`: each array with the rows of done environments put
-    back to their pristine values, the others as they were."""
-    done = np.asarray(done) != 0
-    out = {}
-    for name, values in arrays.items():
-        out[name] = values.copy()
-        out[name][done] = pristine[name][done]
-    return out
 
 
 class Resetter:
