@@ -7,4 +7,14 @@
     algorithms/    A2C, PPO, DDPG: one loss each
     trainer.py     Trainer: the loop
     metrics.py report.py checkpoint.py runs.py speed.py lightning.py   around the loop
+
+`from wd_teach.train import Trainer` works; the trainer module is imported on first use.
 """
+
+
+def __getattr__(name: str):
+    if name == "Trainer":
+        from wd_teach.train.trainer import Trainer
+
+        return Trainer
+    raise AttributeError(f"module 'wd_teach.train' has no attribute {name!r}")
