@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 
 import wd_teach
-from wd_teach.trainer import Trainer
+from wd_teach.train.trainer import Trainer
 
 EVAL_ENVS = 100
 

@@ -10,7 +10,7 @@ of another. Runs from different devices are refused: their numbers do not compar
 import argparse
 from pathlib import Path
 
-from wd_teach.bench import format_table, load_results, merge_results, write_results
+from wd_teach.scale.bench import format_table, load_results, merge_results, write_results
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -17,7 +17,7 @@ import json
 
 import torch
 
-from wd_teach.trainer import Trainer
+from wd_teach.train.trainer import Trainer
 
 SMALL_TAG = ["env.num_envs=16", "env.params.num_taggers=3", "env.params.num_runners=20",
              "env.params.num_nearest=5", "env.params.episode_length=20", "trainer.steps=20",

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 import wd_teach
-from wd_teach.sampler_bench import bench_sampler, format_table, speedups
+from wd_teach.sampler.bench import bench_sampler, format_table, speedups
 
 FULL = {"envs": 10_000, "agents": 1_000, "actions": 20}
 

@@ -5,7 +5,7 @@
     python bench/throughput.py all --out results/all.json        # every measurement
 
 The same as `wd-teach bench` (the arguments are its arguments): env step, sampler, rollout
-and end-to-end training through `wd_teach.bench.run_bench`, a table on screen and, with
+and end-to-end training through `wd_teach.scale.bench.run_bench`, a table on screen and, with
 --out, JSON with the GPU's name, the driver and the versions. Without a GPU it runs small
 and says so. It reports; it never fails on a time. bench/merge_results.py joins the JSON
 of several runs on one machine into one file.

@@ -7,9 +7,9 @@ import dataclasses
 import pytest
 import torch
 
-from wd_teach.algorithms import ALGORITHMS
-from wd_teach.algorithms.base import Capabilities, LearnerBase
-from wd_teach.trainer import Trainer
+from wd_teach.train.algorithms import ALGORITHMS
+from wd_teach.train.algorithms.base import Capabilities, LearnerBase
+from wd_teach.train.trainer import Trainer
 
 RUNS = {"a2c": ("tag_grid", ["env.num_envs=2", "trainer.steps=4", "env.params.num_taggers=1",
                              "env.params.num_runners=2", "env.params.num_nearest=2"]),

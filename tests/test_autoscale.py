@@ -8,11 +8,11 @@ import pytest
 import torch
 
 import wd_teach
-from wd_teach import autoscale
-from wd_teach.autoscale import envs_within, fit_num_envs, line_through, out_of_memory
 from wd_teach.cli import main as cli
-from wd_teach.config import load_config
 from wd_teach.errors import BenchError, MissingPieceError, TooLargeError
+from wd_teach.scale import autoscale
+from wd_teach.scale.autoscale import envs_within, fit_num_envs, line_through, out_of_memory
+from wd_teach.train.config import load_config
 
 MIB, GIB = 2**20, 2**30
 FREE = 10 * GIB

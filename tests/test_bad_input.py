@@ -34,11 +34,11 @@ from wd_teach import (
     launch_geometry,
 )
 from wd_teach.cli import main
-from wd_teach.config import load_config
 from wd_teach.demo import move
+from wd_teach.env.wrapper import EnvWrapper
 from wd_teach.errors import EnvError
-from wd_teach.trainer import Trainer
-from wd_teach.wrapper import EnvWrapper
+from wd_teach.train.config import load_config
+from wd_teach.train.trainer import Trainer
 from wd_teach_envs.cartpole import CartPole
 from wd_teach_envs.pendulum import Pendulum
 from wd_teach_envs.tag_continuous import TagContinuous

@@ -11,8 +11,10 @@ import pytest
 import torch
 
 import wd_teach
-from wd_teach import bench
-from wd_teach.bench import (
+from wd_teach.cli import main as cli
+from wd_teach.errors import BenchError, ConfigError, MissingPieceError
+from wd_teach.scale import bench
+from wd_teach.scale.bench import (
     FORMAT,
     MULTINOMIAL,
     bounded_cpu_threads,
@@ -23,8 +25,6 @@ from wd_teach.bench import (
     run_bench,
     write_results,
 )
-from wd_teach.cli import main as cli
-from wd_teach.errors import BenchError, ConfigError, MissingPieceError
 from wd_teach_envs.tag_continuous import TagContinuous
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
@@ -278,7 +278,7 @@ def test_pictures_draw_the_results(env_results, train_results):
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    from wd_teach import bench_pictures as pictures
+    from wd_teach.scale import bench_pictures as pictures
 
     ax = pictures.plot_throughput(env_results, "env")
     assert len(ax.lines) == 2  # numba and numpy, at 3 agents, over 1 and 2 envs
@@ -296,7 +296,7 @@ def test_pictures_draw_the_results(env_results, train_results):
 
 
 def test_the_notebooks_saved_results_are_bench_results():
-    from wd_teach.bench_pictures import REFERENCE, reference_results
+    from wd_teach.scale.bench_pictures import REFERENCE, reference_results
 
     saved = reference_results(Path(__file__).resolve().parents[1] / "notebooks" / REFERENCE)
     assert saved["format"] == FORMAT

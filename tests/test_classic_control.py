@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import wd_teach
-from wd_teach.consistency import random_action_sequence
-from wd_teach.registry import find_env, shipped_envs
-from wd_teach.wrapper import EnvWrapper
+from wd_teach.env.consistency import random_action_sequence
+from wd_teach.env.registry import find_env, shipped_envs
+from wd_teach.env.wrapper import EnvWrapper
 from wd_teach_envs.pendulum import Pendulum
 
 NUM_ENVS = 3

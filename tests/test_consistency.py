@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from numba import cuda
 
-from wd_teach.consistency import check_consistency, random_action_sequence
 from wd_teach.env import Tolerance
+from wd_teach.env.consistency import check_consistency, random_action_sequence
 from wd_teach.errors import EnvError
 from wd_teach.exercises.lesson_05 import ParkingLine
 from wd_teach.numba_index import agent_id, env_id

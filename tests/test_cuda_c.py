@@ -30,6 +30,9 @@ def project_files(root: Path, pattern: str) -> list[Path]:
 
 
 CU_FILES = project_files(REPO, "*.cu")
+#: The folders of the project's headers: an env's step.cu finds its game's header there, as
+#: Env.include_dirs() lets it when the env is loaded.
+HEADER_DIRS = sorted({p.parent for p in project_files(REPO, "*.cuh")})
 needs_nvcc = pytest.mark.skipif(nvcc_path() is None, reason="nvcc is not on this machine")
 
 
@@ -96,7 +99,8 @@ def test_source_is_read_from_a_file_or_text(tmp_path):
 @needs_nvcc
 @pytest.mark.parametrize("path", CU_FILES, ids=lambda p: str(p.relative_to(REPO)))
 def test_every_cu_file_compiles_with_nvcc(path):
-    assert ".entry" in cuda_c.ptx(path) or ".func" in cuda_c.ptx(path)
+    text = cuda_c.ptx(path, extra_include_dirs=HEADER_DIRS)
+    assert ".entry" in text or ".func" in text
 
 
 @needs_nvcc

@@ -11,11 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from wd_teach import distributed
-from wd_teach.algorithms.common import gradient_step
 from wd_teach.cli import main
-from wd_teach.config import load_config
-from wd_teach.distributed import (
+from wd_teach.errors import MissingPieceError, TrainError
+from wd_teach.scale import distributed
+from wd_teach.scale.distributed import (
     average_gradients,
     check_world_size,
     scaling_efficiency,
@@ -23,8 +22,9 @@ from wd_teach.distributed import (
     train_data_parallel,
     train_rank,
 )
-from wd_teach.errors import MissingPieceError, TrainError
-from wd_teach.trainer import Trainer
+from wd_teach.train.algorithms.common import gradient_step
+from wd_teach.train.config import load_config
+from wd_teach.train.trainer import Trainer
 
 TINY = ["env.num_envs=4", "trainer.steps=8", "algorithm.num_minibatches=2", "trainer.seed=3"]
 ITERATIONS = 3

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from wd_teach.env.registry import find_env, shipped_envs
 from wd_teach.errors import EnvError
-from wd_teach.registry import find_env, shipped_envs
 from wd_teach_envs.cartpole import CartPole
 from wd_teach_envs.tag_grid import TagGrid
 
@@ -37,7 +37,7 @@ def test_the_generic_layers_name_no_env(module):
     text = (WD_TEACH / module).read_text().lower()
     names = [*shipped_envs(), "tag", "tagger", "runner", "cart", "pendulum"]
     found = [n for n in names if re.search(rf"\b{re.escape(n)}s?\b", text)]
-    assert found == [], f"{module} names {found}: an env should say it (wd_teach/env.py)"
+    assert found == [], f"{module} names {found}: an env should say it (wd_teach/env/__init__.py)"
 
 
 def test_every_shipped_env_answers_the_contract():

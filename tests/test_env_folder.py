@@ -8,10 +8,10 @@ import shutil
 import pytest
 
 from wd_teach.cli import main
-from wd_teach.consistency import check_consistency
+from wd_teach.env.consistency import check_consistency
+from wd_teach.env.registry import ENV_FILES, find_env
 from wd_teach.errors import ConfigError, EnvError
-from wd_teach.registry import ENV_FILES, find_env
-from wd_teach.trainer import Trainer
+from wd_teach.train.trainer import Trainer
 from wd_teach_envs.cartpole import CartPole
 
 CARTPOLE = find_env("cartpole").folder

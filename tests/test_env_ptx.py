@@ -1,6 +1,6 @@
 """Every shipped env's Numba kernels compile for a real GPU, not only run on the simulator,
 and Tag's compile without a fused multiply-add or a double-precision step: what lets its
-backends agree bit for bit (wd_teach/cuda/tag.cuh says why). NVVM needs no GPU to write PTX,
+backends agree bit for bit (envs/_tag/tag.cuh says why). NVVM needs no GPU to write PTX,
 so this runs in CI, in a fresh process with the simulator off, for the argument types the
 wrapper passes."""
 
@@ -12,7 +12,7 @@ SCRIPT = """
     import numpy as np
     from numba.np import numpy_support
 
-    from wd_teach.registry import find_env, shipped_envs
+    from wd_teach.env.registry import find_env, shipped_envs
 
     def signature(kernel, env):
         state = env.full_state(2)

@@ -10,12 +10,12 @@ import torch
 
 import wd_teach
 from wd_teach import LaunchError, MissingPieceError, cuda_c
-from wd_teach.consistency import check_consistency, random_action_sequence
 from wd_teach.device import nvcc_path
 from wd_teach.env import Env
+from wd_teach.env.consistency import check_consistency, random_action_sequence
+from wd_teach.env.registry import find_env, shipped_envs
+from wd_teach.env.wrapper import EnvWrapper
 from wd_teach.errors import EnvError
-from wd_teach.registry import find_env, shipped_envs
-from wd_teach.wrapper import EnvWrapper
 from wd_teach_envs.cartpole import CartPole
 from wd_teach_envs.pendulum import Pendulum
 from wd_teach_envs.tag_continuous import TagContinuous
@@ -242,7 +242,7 @@ def test_tag_kernels_never_fuse_multiply_adds_or_widen_to_double(name):
     """What makes Tag bit-exact across backends, seen in the PTX nvcc makes."""
     env, _ = SMALL_ENVS[name]
     for source in env.cuda_sources():
-        ptx = cuda_c.ptx(source)
+        ptx = cuda_c.ptx(source, extra_include_dirs=env.include_dirs())
         assert "fma.rn.f32" not in ptx and "mul.f64" not in ptx and "add.f64" not in ptx
 
 

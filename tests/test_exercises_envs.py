@@ -8,9 +8,9 @@ from numba import cuda
 import wd_teach
 from wd_teach._simulator import simulator_on
 from wd_teach.device import nvcc_path
+from wd_teach.env.wrapper import EnvWrapper
 from wd_teach.exercises import lesson_05, lesson_06
 from wd_teach.numba_index import agent_id, env_id
-from wd_teach.wrapper import EnvWrapper
 
 # -- lesson 05: the parking line ---------------------------------------------------------------
 

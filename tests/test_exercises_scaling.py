@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from wd_teach.autoscale import envs_within
 from wd_teach.exercises.lesson_09 import cases, check_envs_that_fit, reference_envs
+from wd_teach.scale.autoscale import envs_within
 
 
 def right(points, free_bytes, fraction):

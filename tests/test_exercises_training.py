@@ -4,8 +4,8 @@ and no, with a hint, to wrong ones; and the package's GAE agrees with 07's defin
 
 import torch
 
-from wd_teach.algorithms.common import gae
 from wd_teach.exercises import lesson_07
+from wd_teach.train.algorithms.common import gae
 
 
 def good_advantages(rewards, values, dones, last_values, gamma, lam):
@@ -40,7 +40,7 @@ def test_lesson_07_checker(capsys):
 
 def test_lesson_08_checker(capsys):
     from wd_teach.exercises import lesson_08
-    from wd_teach.lightning import pl
+    from wd_teach.train.lightning import pl
 
     class StopAtReturn(pl.Callback):
         def __init__(self, key, target):

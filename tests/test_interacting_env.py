@@ -10,11 +10,11 @@ import pytest
 
 import wd_teach
 from wd_teach.cli import main
-from wd_teach.consistency import check_consistency
+from wd_teach.env.consistency import check_consistency
+from wd_teach.env.registry import find_env
+from wd_teach.env.wrapper import EnvWrapper
 from wd_teach.errors import EnvError
-from wd_teach.registry import find_env
-from wd_teach.trainer import Trainer
-from wd_teach.wrapper import EnvWrapper
+from wd_teach.train.trainer import Trainer
 
 HUDDLE = Path(__file__).parent / "data" / "huddle"
 TINY = ["env.num_envs=3", "trainer.steps=8", "algorithm.num_minibatches=2"]

@@ -4,7 +4,7 @@ resumes. (Lightning is one of wd-teach's requirements: these always run.)"""
 import pytest
 import torch
 
-from wd_teach.trainer import Trainer
+from wd_teach.train.trainer import Trainer
 
 SMALL = ["env.num_envs=4", "trainer.steps=16", "algorithm.num_minibatches=2"]
 
@@ -14,7 +14,7 @@ def weights(trainer):
 
 
 def test_lightning_learns_the_same_weights_as_the_plain_trainer(tmp_path):
-    from wd_teach.lightning import TrainingModule, make_lightning_trainer
+    from wd_teach.train.lightning import TrainingModule, make_lightning_trainer
 
     module = TrainingModule("cartpole", gpu=False, sets=SMALL)
     make_lightning_trainer(module, 3, out=tmp_path, progress=False).fit(module)
@@ -31,7 +31,7 @@ def test_lightning_learns_the_same_weights_as_the_plain_trainer(tmp_path):
 
 
 def test_a_lightning_checkpoint_resumes_exactly(tmp_path):
-    from wd_teach.lightning import TrainingModule, make_lightning_trainer
+    from wd_teach.train.lightning import TrainingModule, make_lightning_trainer
 
     first = TrainingModule("cartpole", gpu=False, sets=SMALL)
     make_lightning_trainer(first, 2, out=tmp_path, progress=False).fit(first)
@@ -46,7 +46,7 @@ def test_a_lightning_checkpoint_resumes_exactly(tmp_path):
 
 
 def test_measure_overhead_reports_both_rates():
-    from wd_teach.lightning import measure_overhead
+    from wd_teach.train.lightning import measure_overhead
 
     result = measure_overhead("cartpole", iterations=2, warmup=1, gpu=False, sets=SMALL)
     assert result["plain_steps_per_second"] > 0 and result["lightning_steps_per_second"] > 0

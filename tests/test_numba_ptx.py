@@ -9,7 +9,8 @@ with the simulator off, compiling each kernel for the argument types the launche
 from ptx_harness import compile_in_fresh_process
 
 SCRIPT = """
-    from wd_teach import reset_numba, sampler_numba
+    from wd_teach.reset import kernels_numba as reset_numba
+    from wd_teach.sampler import kernels_numba as sampler_numba
 
     def compile(kernel, *args):
         ptx, _ = cuda.compile_ptx(kernel.py_func, args, cc=(8, 0))

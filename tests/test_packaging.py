@@ -100,7 +100,7 @@ def test_the_wheel_carries_every_env_folder_with_its_kernels_and_config(tmp_path
     """Packages and data are found from the folders: nothing lists an env by hand."""
     import zipfile
 
-    from wd_teach.registry import ENV_FILES, shipped_envs
+    from wd_teach.env.registry import ENV_FILES, shipped_envs
 
     needs = [Requirement(r) for r in PYPROJECT["build-system"]["requires"]]
     for requirement in needs:  # built offline, with what this environment has
@@ -118,3 +118,7 @@ def test_the_wheel_carries_every_env_folder_with_its_kernels_and_config(tmp_path
     for env in shipped_envs():
         for file in ("__init__.py", *ENV_FILES):
             assert f"wd_teach_envs/{env}/{file}" in names, f"the wheel lacks {env}/{file}"
+    kernels = sorted(p.relative_to(REPO).as_posix() for folder in ("wd_teach", "envs")
+                     for p in (REPO / folder).rglob("*.cu*") if p.suffix in (".cu", ".cuh"))
+    shipped = [k.replace("envs/", "wd_teach_envs/", 1) for k in kernels]
+    assert kernels and [k for k in shipped if k not in names] == [], "the wheel lacks kernels"

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from wd_teach import DataStore, ResetError, Resetter, Sampler, StoreError
-from wd_teach.reset import reference_reset
+from wd_teach.reset.reference import reference_reset
 
 DTYPES = [np.float32, np.int32, np.uint32, np.uint8]
 

@@ -7,15 +7,15 @@ from numba import cuda
 from wd_teach import DataStore, KernelLauncher, SamplerError, cuda_c
 from wd_teach.device import nvcc_path
 from wd_teach.numba_index import agent_id, env_id
-from wd_teach.rng import (
+from wd_teach.rng.kernels_numba import philox4x32_10 as philox_numba
+from wd_teach.rng.kernels_numba import uniform
+from wd_teach.rng.reference import (
     MAX_SEED,
     key_from_seed,
     philox4x32_10,
     thread_uniforms,
     uniform_from_bits,
 )
-from wd_teach.rng_numba import philox4x32_10 as philox_numba
-from wd_teach.rng_numba import uniform
 
 # Random123's known-answer vectors for Philox4x32-10: counter, key, result.
 KNOWN_ANSWERS = [
@@ -28,7 +28,7 @@ KNOWN_ANSWERS = [
 # Each thread runs Philox on its own counter and key: the device generator, word for word.
 PHILOX_CUDA_C = r"""
 #include "wd_teach.cuh"
-#include "rng.cuh"
+#include "../rng/kernels.cuh"
 extern "C" __global__ void philox_words(unsigned int* words, const unsigned int* counters,
                                         const unsigned int* keys, int num_agents) {
   const int agent = wd_agent_id();

@@ -17,17 +17,17 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-import wd_teach.checkpoint
-from wd_teach.checkpoint import (
+import wd_teach.train.checkpoint
+from wd_teach.cli import main
+from wd_teach.errors import TrainError
+from wd_teach.train.checkpoint import (
     FORMAT_NAME,
     latest_checkpoint,
     read_checkpoint,
     to_json_tree,
     write_checkpoint,
 )
-from wd_teach.cli import main
-from wd_teach.errors import TrainError
-from wd_teach.trainer import Trainer
+from wd_teach.train.trainer import Trainer
 
 #: CartPole at toy size, from the command line: a run of two iterations takes a second.
 TINY_CLI = ["--envs", "4", "--set", "trainer.steps=8", "--set", "algorithm.num_minibatches=2",
@@ -334,14 +334,14 @@ def test_a_crash_while_writing_a_checkpoint_leaves_the_previous_one(tmp_path, mo
     trainer = tiny_cartpole()
     path = trainer.save(tmp_path / "checkpoint.safetensors")
     before = path.read_bytes()
-    real_save = wd_teach.checkpoint.save_file
+    real_save = wd_teach.train.checkpoint.save_file
 
     def dies_half_way(tensors, filename, metadata):
         real_save(tensors, filename, metadata=metadata)
         Path(filename).write_bytes(Path(filename).read_bytes()[:100])  # half written ...
         raise KeyboardInterrupt  # ... and then the process is stopped
 
-    monkeypatch.setattr(wd_teach.checkpoint, "save_file", dies_half_way)
+    monkeypatch.setattr(wd_teach.train.checkpoint, "save_file", dies_half_way)
     trainer.train(1, progress=False)
     with pytest.raises(KeyboardInterrupt):
         trainer.save(path)
@@ -379,7 +379,7 @@ def test_a_run_killed_mid_training_leaves_its_last_checkpoint_loadable(tmp_path)
 
 def test_a_lightning_checkpoint_is_read_without_running_code(tmp_path):
     """Lightning's checkpoints are pickles: read with torch's weights-only unpickler."""
-    from wd_teach.lightning import TrainingModule
+    from wd_teach.train.lightning import TrainingModule
 
     module = TrainingModule("cartpole", gpu=False, sets=TINY_SETS)
     torch.save(RunsCode(tmp_path / "ran"), tmp_path / "evil.ckpt")

@@ -15,16 +15,16 @@ from wd_teach import (
     SamplerError,
     StoreError,
     cuda_c,
-    sampler_numba,
 )
-from wd_teach.sampler import ARGMAX_PARAMS, CUDA_C_PATH, SAMPLE_PARAMS, check_probabilities
-from wd_teach.sampler_reference import (
+from wd_teach.sampler import kernels_numba as sampler_numba
+from wd_teach.sampler.reference import (
     chi_square_critical,
     chi_square_test,
     count_actions,
     reference_argmax,
     reference_sample,
 )
+from wd_teach.sampler.sampler import ARGMAX_PARAMS, CUDA_C_PATH, SAMPLE_PARAMS, check_probabilities
 
 ENVS, AGENTS = 3, 4
 
@@ -302,7 +302,7 @@ def test_the_kernels_take_the_parameters_the_sampler_binds():
 
 def test_reference_sampler_draws_what_the_kernels_draw():
     """The NumPy backend's sampler (no kernel) and the Numba kernel on the same seed."""
-    from wd_teach.sampler_reference import ReferenceSampler
+    from wd_teach.sampler.reference import ReferenceSampler
 
     probs = torch.softmax(torch.randn(3, 4, 5, generator=torch.Generator().manual_seed(1)), -1)
     kernel = Sampler(DataStore(3, 4, device="cpu"), [2, 3], backend="numba", seed=9)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from wd_teach import SamplerError, bench_sampler
-from wd_teach.sampler_bench import CATEGORICAL, MULTINOMIAL, format_table, speedups
+from wd_teach.sampler.bench import CATEGORICAL, MULTINOMIAL, format_table, speedups
 
 BENCH_SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "sampler.py"
 

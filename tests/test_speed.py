@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from wd_teach.errors import ConfigError
-from wd_teach.speed import precision_context
-from wd_teach.trainer import Trainer
+from wd_teach.train.speed import precision_context
+from wd_teach.train.trainer import Trainer
 
 TAG = ["env.num_envs=3", "trainer.steps=6", "env.params.num_taggers=2",
        "env.params.num_runners=4", "env.params.num_nearest=2"]
@@ -66,7 +66,7 @@ def test_on_the_cpu_nothing_is_graphed_and_precision_is_fp32():
 def test_episode_sums_of_a_whole_rollout_equal_the_step_by_step_sums():
     """EpisodeStats.add_rollout (a few vectorised operations) against update() called once
     per step, over rollouts that carry unfinished episodes from one into the next."""
-    from wd_teach.metrics import EpisodeStats
+    from wd_teach.train.metrics import EpisodeStats
 
     gen = torch.Generator().manual_seed(3)
     stepwise, at_once = (EpisodeStats(5, 3, torch.device("cpu"), metrics=("caught",))

@@ -9,7 +9,7 @@ import torch
 
 from wd_teach.cli import main
 from wd_teach.errors import ConfigError, TrainError
-from wd_teach.trainer import Trainer
+from wd_teach.train.trainer import Trainer
 
 #: Tiny runs of each algorithm, for the resume and loop tests (CPU defaults, smaller).
 TINY = {

@@ -8,12 +8,12 @@
     wd-teach train ENV         train on ENV (a shipped env's name, or any env folder's
                                path) with its default config; metrics, a learning curve and
                                checkpoints go to --out; --gpus N trains on N GPUs, one
-                               process each, the gradients averaged (wd_teach.distributed);
-                               --envs auto: as many envs as fit the GPU (wd_teach.autoscale);
+                               process each, the gradients averaged (wd_teach.scale.distributed);
+                               --envs auto: as many envs as fit the GPU (wd_teach.scale.autoscale);
                                a folder that holds a run is never overwritten (--force
                                replaces it; --resume goes on from it)
     wd-teach bench [WHAT]      throughput against envs and agents: env, sampler, rollout,
-                               train or all (wd_teach.bench); a table, and JSON with --out
+                               train or all (wd_teach.scale.bench); a table, and JSON with --out
 """
 
 from __future__ import annotations
@@ -88,8 +88,8 @@ def _demo(args: argparse.Namespace) -> int:
 def _train(args: argparse.Namespace) -> int:
     """A new run, or with --resume one that goes on. Every refusal comes before anything
     is written, and a folder that holds a run is never overwritten unless --force."""
-    from wd_teach.runs import check_run_folder
-    from wd_teach.trainer import Trainer
+    from wd_teach.train.runs import check_run_folder
+    from wd_teach.train.trainer import Trainer
 
     _check_iterations(args.iterations)
     if args.resume:
@@ -116,10 +116,10 @@ def _train(args: argparse.Namespace) -> int:
 def _resume(args: argparse.Namespace) -> int:
     """--resume CHECKPOINT (or a run folder: its latest checkpoint). By default the run
     goes on in the checkpoint's own folder; --out writes it elsewhere."""
-    from wd_teach.checkpoint import read_checkpoint
     from wd_teach.errors import TrainError
-    from wd_teach.runs import check_run_folder, checkpoint_to_resume
-    from wd_teach.trainer import Trainer
+    from wd_teach.train.checkpoint import read_checkpoint
+    from wd_teach.train.runs import check_run_folder, checkpoint_to_resume
+    from wd_teach.train.trainer import Trainer
 
     _refuse_what_a_checkpoint_fixes(args)
     checkpoint = checkpoint_to_resume(args.resume)
@@ -135,7 +135,7 @@ def _resume(args: argparse.Namespace) -> int:
 
 def _env_name(name_or_path) -> str:
     """The name a config gives an env (a folder as its absolute path), for comparing."""
-    from wd_teach.registry import find_env
+    from wd_teach.env.registry import find_env
 
     try:
         return find_env(name_or_path).name
@@ -185,7 +185,7 @@ def _train_into(trainer, out: Path, args: argparse.Namespace) -> int:
     """Train and write the run's files into `out`, a folder check_run_folder allowed;
     with --force, the old run's files are deleted first so the two are never mixed."""
     from wd_teach.files import write_text
-    from wd_teach.runs import clear_run_folder
+    from wd_teach.train.runs import clear_run_folder
 
     if args.force:
         clear_run_folder(out)
@@ -199,11 +199,11 @@ def _train_into(trainer, out: Path, args: argparse.Namespace) -> int:
 
 
 def _train_data_parallel(args: argparse.Namespace, overrides: dict, out: Path) -> int:
-    """--gpus N: N processes, one GPU each (wd_teach.distributed); rank 0 writes."""
-    from wd_teach.config import load_config
-    from wd_teach.distributed import check_world_size, train_data_parallel
+    """--gpus N: N processes, one GPU each (wd_teach.scale.distributed); rank 0 writes."""
     from wd_teach.files import write_text
-    from wd_teach.runs import clear_run_folder
+    from wd_teach.scale.distributed import check_world_size, train_data_parallel
+    from wd_teach.train.config import load_config
+    from wd_teach.train.runs import clear_run_folder
 
     check_world_size(args.gpus, gpu=True)
     config = load_config(args.config or args.env, overrides={"env": {"name": args.env},
@@ -221,9 +221,9 @@ def _train_data_parallel(args: argparse.Namespace, overrides: dict, out: Path) -
 
 
 def _auto_envs(args: argparse.Namespace) -> int:
-    """--envs auto: the most envs whose training fits the GPU, measured (wd_teach.autoscale).
+    """--envs auto: the most envs whose training fits the GPU, measured (wd_teach.scale.autoscale).
     With --gpus N it is measured on the first GPU, and every GPU then runs that many."""
-    from wd_teach.autoscale import fit_num_envs
+    from wd_teach.scale.autoscale import fit_num_envs
 
     env = {"name": args.env, **({"backend": args.backend} if args.backend else {})}
     print("--envs auto: measuring how many envs fit on this GPU")
@@ -247,7 +247,7 @@ def _envs_count(text: str):
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from wd_teach.bench import command
+    from wd_teach.scale.bench import command
 
     return command(args)
 
@@ -260,9 +260,9 @@ def _write_results(history: list[dict], config, groups: list[str], out: Path,
     matplotlib.use("Agg")  # files only: no window
     from matplotlib import pyplot as plt
 
-    from wd_teach import report
-    from wd_teach.config import make_env
-    from wd_teach.metrics import per_episode
+    from wd_teach.train import report
+    from wd_teach.train.config import make_env
+    from wd_teach.train.metrics import per_episode
 
     report.write_csv(history, out / "metrics.csv")
     report.write_json(history, out / "metrics.json", config=config.to_dict())
@@ -285,8 +285,8 @@ def _write_results(history: list[dict], config, groups: list[str], out: Path,
 
 
 def _env_help(what: str) -> str:
-    """The envs found here (wd_teach.registry), for --help: shipped, installed, or a folder."""
-    from wd_teach.registry import known_envs
+    """The envs found here (wd_teach.env.registry), for --help: shipped, installed, or a folder."""
+    from wd_teach.env.registry import known_envs
 
     return f"{what}: {', '.join(known_envs())}, or the path of an env folder"
 

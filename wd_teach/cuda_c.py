@@ -28,7 +28,10 @@ from pathlib import Path
 from wd_teach.device import PYCUDA_INSTALL, gpu_available, nvcc_path
 from wd_teach.errors import CompileError, LaunchError, MissingPieceError
 
-#: Folder of wd_teach.cuh, passed to nvcc as an include directory.
+#: Folder of wd_teach.cuh, the headers every kernel may include: always on nvcc's include path.
+#: A .cu file's own folder joins it when the file is compiled from its path, and an env adds
+#: its folder and those of its shared kernels (Env.include_dirs), so a game's own header, say
+#: envs/_tag/tag.cuh, is found wherever it lives.
 INCLUDE_DIR = Path(__file__).parent / "cuda"
 
 #: C parameter types a kernel may take, and how PyCUDA packs them (struct format).
@@ -59,10 +62,21 @@ class Param:
         return "P" if self.pointer else SCALAR_TYPES[self.ctype]
 
 
+def _is_path(source) -> bool:
+    return isinstance(source, os.PathLike) or (
+        isinstance(source, str) and "\n" not in source and source.endswith(".cu"))
+
+
+def include_dirs(source: str | os.PathLike, extra=()) -> list[str]:
+    """nvcc's include folders for `source`: INCLUDE_DIR, the folder of a .cu path, `extra`."""
+    dirs = [INCLUDE_DIR, *([Path(source).resolve().parent] if _is_path(source) else []),
+            *map(Path, extra)]
+    return list(dict.fromkeys(str(d) for d in dirs))
+
+
 def read_source(source: str | os.PathLike) -> str:
     """CUDA C text from a string of code or from a .cu file."""
-    if isinstance(source, os.PathLike) or (
-            isinstance(source, str) and "\n" not in source and source.endswith(".cu")):
+    if _is_path(source):
         path = Path(source)
         if not path.is_file():
             raise LaunchError(f"no CUDA C file at {path}. Pass the path of a .cu file or "
@@ -107,23 +121,23 @@ def _require_nvcc() -> str:
     return path
 
 
-def _run_nvcc(source: str, args: list[str], out_suffix: str) -> str:
+def _run_nvcc(source: str, args: list[str], out_suffix: str, dirs: list[str]) -> str:
     nvcc = _require_nvcc()
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "kernel.cu"
         out = Path(tmp) / f"kernel{out_suffix}"
         src.write_text(source)
-        cmd = [nvcc, *args, "-I", str(INCLUDE_DIR), "-o", str(out), str(src)]
+        cmd = [nvcc, *args, *(f"-I{d}" for d in dirs), "-o", str(out), str(src)]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:
             raise CompileError(explain_compile_error(done.stderr + done.stdout, source))
         return out.read_text() if out_suffix == ".ptx" else ""
 
 
-def ptx(source: str | os.PathLike, arch: str | None = None) -> str:
+def ptx(source: str | os.PathLike, arch: str | None = None, extra_include_dirs=()) -> str:
     """The PTX that nvcc makes of `source` (text or .cu path). Needs nvcc, not a GPU."""
     args = ["--ptx", "-lineinfo"] + ([f"-arch={arch}"] if arch else [])
-    return _run_nvcc(read_source(source), args, ".ptx")
+    return _run_nvcc(read_source(source), args, ".ptx", include_dirs(source, extra_include_dirs))
 
 
 def explain_compile_error(log: str, source: str) -> str:
@@ -186,16 +200,19 @@ def _enter_torch_context(driver) -> None:
     atexit.register(_context.pop)  # PyCUDA aborts at exit if a context is left on its stack
 
 
-def compile_module(source: str):
-    """A PyCUDA module for `source`, compiled once per distinct source text."""
+def compile_module(source: str, dirs: list[str] | None = None):
+    """A PyCUDA module for `source` (text), compiled once per distinct source and include path.
+
+    `dirs` are nvcc's include folders (see include_dirs); INCLUDE_DIR alone by default."""
     driver = require_pycuda()
-    key = hashlib.sha256(source.encode()).hexdigest()
+    dirs = dirs if dirs is not None else include_dirs(source)
+    key = hashlib.sha256("\n".join([source, *dirs]).encode()).hexdigest()
     if key not in _modules:
         from pycuda.compiler import SourceModule
 
         try:
             _modules[key] = SourceModule(source, no_extern_c=True,
-                                         include_dirs=[str(INCLUDE_DIR)])
+                                         include_dirs=dirs)
         except driver.CompileError as err:
             raise CompileError(explain_compile_error(
                 f"{err.stderr or ''}\n{err.stdout or ''}", source)) from None

@@ -54,7 +54,7 @@ class EnvError(WdTeachError, ValueError):
 class TooLargeError(EnvError):
     """Environments that cannot be made at this size: more values in an array than kernels
     index with int, or more bytes than the GPU has free. Fewer envs or agents fit; the
-    auto-scaler (wd_teach.autoscale) takes it as "too many" and tries fewer."""
+    auto-scaler (wd_teach.scale.autoscale) takes it as "too many" and tries fewer."""
 
 
 class ConfigError(WdTeachError, ValueError):

@@ -102,10 +102,13 @@ class KernelLauncher:
 
     # -- loading ----------------------------------------------------------------------------
 
-    def load(self, kernels) -> list[str]:
-        """Compile or import kernels; returns the names now launchable."""
+    def load(self, kernels, include_dirs=()) -> list[str]:
+        """Compile or import kernels; returns the names now launchable.
+
+        `include_dirs`: more folders for nvcc to find CUDA C headers in (a .cu path's own
+        folder and wd_teach's are always searched); the numba backend has no use for them."""
         if self.backend == "pycuda":
-            found = self._load_cuda_c(kernels)
+            found = self._load_cuda_c(kernels, include_dirs)
         else:
             found = self._load_numba(kernels)
         if not found:
@@ -114,14 +117,14 @@ class KernelLauncher:
                               "@cuda.jit.")
         return found
 
-    def _load_cuda_c(self, source) -> list[str]:
+    def _load_cuda_c(self, source, include_dirs=()) -> list[str]:
         if not isinstance(source, (str, os.PathLike)):
             raise LaunchError("the pycuda backend loads CUDA C (source text or a .cu path), "
                               f"not {type(source).__name__}. Numba kernels need "
                               "backend='numba'.")
         text = cuda_c.read_source(source)
         signatures = cuda_c.kernel_signatures(text)
-        module = cuda_c.compile_module(text)
+        module = cuda_c.compile_module(text, cuda_c.include_dirs(source, include_dirs))
         for name, params in signatures.items():
             function = module.get_function(name)
             function.prepare("".join(p.struct_format for p in params))

@@ -20,17 +20,19 @@ from __future__ import annotations
 import inspect
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 from gymnasium import spaces
 
-from wd_teach.cuda_c import INCLUDE_DIR
 from wd_teach.env import Env, EpisodeMetric, StateArray, Tolerance, require
 from wd_teach_envs._tag.tag_numba import MAX_NEAREST
 
+#: This folder: tag.cuh and tag.cu, the CUDA C the two games share.
+TAG_FOLDER = Path(__file__).parent
 #: The shared catch kernel, in CUDA C (its Numba twin is tag_catch in tag_numba.py).
-TAG_CU = INCLUDE_DIR / "tag.cu"
+TAG_CU = TAG_FOLDER / "tag.cu"
 #: When a benchmark sizes a game by its number of agents: runners per tagger, and the most
 #: neighbours each agent sees (the benchmark game: 10 taggers, 100 runners, 10 nearest).
 RUNNERS_PER_TAGGER = 10

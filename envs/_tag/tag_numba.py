@@ -1,4 +1,4 @@
-"""What the two Tag games share, in Numba: the twin of wd_teach/cuda/tag.cuh and tag.cu,
+"""What the two Tag games share, in Numba: the twin of envs/_tag/tag.cuh and tag.cu,
 line for line. C has one namespace, so there every name carries a `tag_` prefix; here the
 module is the prefix. C sees arrays as flat pointers, Numba with their shape, so the C
 functions take num_agents (and the slot i) where Numba indexes [env, agent].

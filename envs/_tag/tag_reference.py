@@ -1,5 +1,5 @@
 """What the two Tag games share, in NumPy over all environments at once: the twin of
-wd_teach/cuda/tag.cuh and tag.cu, rounding for rounding.
+envs/_tag/tag.cuh and tag.cu, rounding for rounding.
 
 Where a kernel loops over the other agents, this makes the whole [env, agent, other] table
 at once. Products and sums of float32 arrays are rounded one by one, as the kernels' tag_mul

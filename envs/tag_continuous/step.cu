@@ -1,5 +1,5 @@
 // Tag on a continuous field: the move and the observation; the catch between them is
-// tag_catch in wd_teach/cuda/tag.cu. One block per environment, one thread per agent.
+// tag_catch in envs/_tag/tag.cu. One block per environment, one thread per agent.
 // The Numba twin, line for line, is step_numba.py; the NumPy one is reference.py.
 #include "tag.cuh"
 

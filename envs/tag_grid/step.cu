@@ -1,5 +1,5 @@
 // Tag on a grid: the move and the observation; the catch between them is tag_catch in
-// wd_teach/cuda/tag.cu (a tagging distance of 0: the same cell). One block per environment,
+// envs/_tag/tag.cu (a tagging distance of 0: the same cell). One block per environment,
 // one thread per agent. The Numba twin, line for line, is step_numba.py; the NumPy one is
 // reference.py.
 #include "tag.cuh"

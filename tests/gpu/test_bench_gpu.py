@@ -5,9 +5,9 @@ GPU and its driver, and an auto-scaled size was run within its budget."""
 import pytest
 import torch
 
-from wd_teach.autoscale import fit_num_envs
-from wd_teach.bench import format_table, run_bench
 from wd_teach.cli import main as cli
+from wd_teach.scale.autoscale import fit_num_envs
+from wd_teach.scale.bench import format_table, run_bench
 
 BACKENDS = ["pycuda", "numba"]
 SMALL = ["env.params.episode_length=20", "trainer.steps=20",

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from wd_teach.config import load_config
-from wd_teach.distributed import format_scaling, scaling_efficiency, spawn_ranks, train_rank
+from wd_teach.scale.distributed import format_scaling, scaling_efficiency, spawn_ranks, train_rank
+from wd_teach.train.config import load_config
 
 pytestmark = pytest.mark.skipif(
     torch.cuda.device_count() < 2,

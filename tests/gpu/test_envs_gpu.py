@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from wd_teach.consistency import check_consistency
+from wd_teach.env.consistency import check_consistency
+from wd_teach.env.wrapper import EnvWrapper, steps_per_second
 from wd_teach.errors import EnvError
-from wd_teach.wrapper import EnvWrapper, steps_per_second
 from wd_teach_envs.cartpole import CartPole
 from wd_teach_envs.pendulum import Pendulum
 from wd_teach_envs.tag_continuous import TagContinuous

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from wd_teach import DataStore, Sampler
-from wd_teach.sampler_reference import chi_square_test, reference_sample
+from wd_teach.sampler.reference import chi_square_test, reference_sample
 
 BACKENDS = ["pycuda", "numba"]
 #: Four distributions over 10 actions, some with impossible actions; agent a uses row a % 4.

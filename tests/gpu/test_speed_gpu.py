@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from wd_teach.launch import kernel_stream
-from wd_teach.trainer import Trainer
+from wd_teach.train.trainer import Trainer
 
 BACKENDS = ["pycuda", "numba"]
 SMALL_TAG = ["env.num_envs=16", "env.params.num_taggers=3", "env.params.num_runners=20",

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from wd_teach.trainer import Trainer
+from wd_teach.train.trainer import Trainer
 
 BACKENDS = ["pycuda", "numba"]
 SMALL_TAG = ["env.num_envs=16", "env.params.num_taggers=3", "env.params.num_runners=20",
@@ -89,7 +89,7 @@ def test_resume_on_the_gpu(tmp_path):
 
 
 def test_lightning_module_on_the_gpu(tmp_path):
-    from wd_teach.lightning import TrainingModule, make_lightning_trainer, measure_overhead
+    from wd_teach.train.lightning import TrainingModule, make_lightning_trainer, measure_overhead
 
     module = TrainingModule("cartpole", gpu=True, sets=["env.num_envs=32", "trainer.steps=16"])
     make_lightning_trainer(module, 3, out=tmp_path, progress=False).fit(module)

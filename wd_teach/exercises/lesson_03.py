@@ -2,7 +2,7 @@
 
 The learner writes `draw(probs, u)`: given one agent's probabilities (a float32 row) and
 one uniform number u in [0, 1), the action the sampler's thread picks. The checker works out
-its own answer for each case with the NumPy reference (wd_teach.sampler_reference), on
+its own answer for each case with the NumPy reference (wd_teach.sampler.reference), on
 edge cases first (u = 0, u just under 1, u exactly on a running sum, impossible actions, a
 row that sums to a hair under 1), then on random rows with the real Philox numbers that the
 sampler's threads draw.
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from wd_teach.rng import thread_uniforms
-from wd_teach.sampler_reference import inverse_cdf
+from wd_teach.rng.reference import thread_uniforms
+from wd_teach.sampler.reference import inverse_cdf
 
 #: (what the case is about, probabilities, u): each with the hint a wrong answer earns.
 EDGE_CASES = [
@@ -55,7 +55,7 @@ def check_draw(draw) -> bool:
                            "first action where u < the running sum."):
                 return False
     print(f"All right: your draw agrees with the sampler on {len(EDGE_CASES)} edge cases and "
-          f"{envs * agents} random agents. It is the loop of draw_from_cdf in sampler.cu "
+          f"{envs * agents} random agents. It is the loop of draw_from_cdf in sampler/kernels.cu "
           "and sampler_numba.py.")
     return True
 

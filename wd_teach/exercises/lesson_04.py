@@ -5,7 +5,7 @@ done flag is set, copy its row of `data` back from `pristine`; leave every other
 alone. `data` and `pristine` are [envs, ...] float32 arrays seen as [envs, row_length] rows.
 The checker launches it through `KernelLauncher` on fresh random data, with rows shorter and
 longer than a block, with one and with several blocks per environment, and compares with
-its own answer from the NumPy reference (wd_teach.reset.reference_reset).
+its own answer from the NumPy reference (wd_teach.reset.reference.reference_reset).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import torch
 from wd_teach.data import DataStore
 from wd_teach.errors import WdTeachError
 from wd_teach.launch import KernelLauncher
-from wd_teach.reset import reference_reset
+from wd_teach.reset.reference import reference_reset
 
 #: (array shape after the env axis, threads per block at most): rows of 1, 4 and 12 values,
 #: with all of an environment's threads in one block, and split over several.

@@ -37,15 +37,15 @@ from gymnasium import spaces
 
 from wd_teach import cuda_c
 from wd_teach._simulator import simulator_on
-from wd_teach.consistency import check_consistency
 from wd_teach.device import choose_backend, discover
 from wd_teach.env import OBS, Env, EpisodeMetric, StateArray, Tolerance, require
+from wd_teach.env.consistency import check_consistency
+from wd_teach.env.wrapper import EnvWrapper
 from wd_teach.errors import WdTeachError
 from wd_teach.exercises.cuda_c_check import LABEL, bind_and_compile
 from wd_teach.exercises.gather.env import Gather, GatherConfig
 from wd_teach.launch import MAX_THREADS_PER_BLOCK
 from wd_teach.sizes import lesson_sizes
-from wd_teach.wrapper import EnvWrapper
 
 PARAMETERS = ("pos, goal, parked, moves, actions, obs, rewards, done, timestep, "
               "episode_length, length, reach, arrival_bonus, num_agents")

@@ -15,7 +15,7 @@ import warnings
 
 import torch
 
-from wd_teach.lightning import pl
+from wd_teach.train.lightning import pl
 
 #: (what the case tries, the returns logged step by step, the target).
 CASES = [

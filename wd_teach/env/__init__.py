@@ -1,0 +1,335 @@
+"""Env: what an environment is to wd_teach, and the folder each one lives in.
+
+An environment is one folder of small files with the same names (envs/cartpole/ is the
+shortest; copy a folder to start a new one):
+
+    env.py         a class: the config (constants, with defaults and checks), one agent's
+                   observation and action spaces, and the initial state as arrays for the
+                   data store
+    step.cu        the step as CUDA C kernels, for PyCUDA
+    step_numba.py  the same kernels in Numba, line for line
+    reference.py   the same step in NumPy, vectorised over all environments at once: the
+                   CPU baseline, and the truth the kernels are checked against
+    config.yaml    the default training config (wd_teach/train/config.py), with a `cpu:` block
+
+The three steps take the store's arrays and constants by name and change them in place, so
+the wrapper binds all three the same way. Besides its own state, every env has:
+
+    actions   per agent  int32 [envs, agents] (one discrete head), [.., heads] (several),
+                         or float32 [envs, agents, size] (continuous)  written by the caller
+    obs       per agent  float32 [envs, agents, obs_size]               written by the step
+    rewards   per agent  float32 [envs, agents]                         written by the step
+    done      per env    int32: 1 when this step ended the episode      written by the step
+    timestep  per env    int32: steps taken in the episode              the step adds 1
+
+The env makes `obs` and its state in `initial_state()`; the base class makes the rest.
+A folder can live anywhere: wd_teach/env/registry.py finds it by name or by path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+from gymnasium import spaces
+
+from wd_teach.errors import EnvError
+
+OBS, ACTIONS, REWARDS, DONE, TIMESTEP = "obs", "actions", "rewards", "done", "timestep"
+#: The steps of an env, one file per backend, in the folder of its class.
+STEP_FILES = ("step.cu", "step_numba.py", "reference.py")
+
+
+def require(ok: bool, message: str) -> None:
+    """Raise EnvError(message) unless `ok`: how configs say what cannot work."""
+    if not ok:
+        raise EnvError(message)
+
+
+def require_positive(config, *names: str) -> None:
+    """Each of the config's fields `names` above zero, or an EnvError that names it."""
+    for name in names:
+        value = getattr(config, name)
+        require(value > 0, f"{name} must be positive, got {value}.")
+
+
+@dataclass(frozen=True)
+class StateArray:
+    """One array of an env's initial state, and how the store keeps it."""
+
+    data: np.ndarray
+    per: str = "agent"
+    reset: bool = True
+
+
+@dataclass(frozen=True)
+class EpisodeMetric:
+    """A number an env reports per episode: `read(store)` gives, on the device, one value
+    per environment from the store's arrays (Tag: runners tagged so far); at the step an
+    episode ends its value is added up, and an iteration reports the mean per episode as
+    `<name>_per_episode`. `label` names it on a plot's axis."""
+
+    label: str
+    read: Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How far a backend's floats may be from the reference's: |got - want| <= atol +
+    rtol * |want|. Integer arrays are always compared exactly. `why` says where the
+    difference comes from, for the consistency report."""
+
+    rtol: float = 0.0
+    atol: float = 0.0
+    why: str = ""
+
+    def __str__(self) -> str:
+        text = f"|got - want| <= {self.atol:g} + {self.rtol:g} * |want|"
+        return f"{text} ({self.why})" if self.why else text
+
+
+@dataclass(frozen=True)
+class GymnasiumTwin:
+    """An env that re-creates a gymnasium env says so here, and tests/test_classic_control.py
+    steps the two side by side: from our start state, with our actions, the same
+    observations, rewards, terminations and truncations.
+
+    `env_id` is gymnasium's (e.g. "CartPole-v1"); `state` names our store arrays that make
+    its `state`, in its order; `steps` how many steps to compare; `rtol`, `atol` how far our
+    float32 may be from its float64, and `why`. `every_episode_terminates`: within `steps`
+    every episode ends on its own (the pole falls), which the test then checks; otherwise
+    the test cuts both at `steps` and checks that both call it a truncation."""
+
+    env_id: str
+    state: tuple[str, ...]
+    steps: int
+    rtol: float
+    atol: float
+    why: str
+    every_episode_terminates: bool = False
+
+
+class Env:
+    """The base of every environment: a config, spaces, an initial state and three steps.
+
+    A subclass sets `Config` (a dataclass with defaults and a `validate()` method) and
+    `step_kernels` (the kernels one step launches, in order), and writes `num_agents`,
+    `observation_space`, `action_space` and `initial_state()`. The steps are found in the
+    folder of the class (or of its nearest parent that has them): step.cu, step_numba.py,
+    reference.py.
+    """
+
+    Config: ClassVar[type]
+    step_kernels: ClassVar[tuple[str, ...]]
+    #: The consistency check's tolerance for this env's floats.
+    tolerance: ClassVar[Tolerance] = Tolerance()
+    #: CUDA C files loaded before the env's own step.cu (kernels that envs share).
+    shared_cuda: ClassVar[tuple[Path, ...]] = ()
+    #: The gymnasium env this one re-creates, if any, and how closely.
+    gymnasium_twin: ClassVar[GymnasiumTwin | None] = None
+
+    def __init__(self, config=None, **changes):
+        base = config if config is not None else self.Config()
+        if not isinstance(base, self.Config):
+            raise EnvError(f"{type(self).__name__} takes a {self.Config.__name__}, got "
+                           f"{type(base).__name__}.")
+        known = {f.name for f in dataclasses.fields(self.Config)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise EnvError(f"{self.Config.__name__} has no field {', '.join(map(repr, unknown))}"
+                           f". Its fields: {', '.join(sorted(known))}.")
+        self.config = dataclasses.replace(base, **changes)
+        self.config.validate()
+
+    # -- what a subclass says ---------------------------------------------------------------
+
+    @property
+    def num_agents(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def episode_length(self) -> int:
+        return self.config.episode_length
+
+    @property
+    def observation_space(self) -> spaces.Box:
+        """What one agent sees each step."""
+        raise NotImplementedError
+
+    @property
+    def action_space(self) -> spaces.Space:
+        """What one agent chooses each step: Discrete, MultiDiscrete or a 1-D Box."""
+        raise NotImplementedError
+
+    def initial_state(self, num_envs: int, rng: np.random.Generator) -> dict[str, StateArray]:
+        """The env's own arrays at the start of an episode, `obs` among them, for
+        `num_envs` copies. Resets come back to exactly this."""
+        raise NotImplementedError
+
+    def constants(self) -> dict[str, int | float]:
+        """Scalars the steps take by name (num_envs, num_agents, episode_length are given)."""
+        return {}
+
+    def gymnasium_action(self, action: np.ndarray):
+        """One agent's action as the gymnasium twin takes it: an int for Discrete, a float64
+        array for a Box. An env whose actions mean something else overrides this."""
+        if isinstance(self.action_space, spaces.Discrete):
+            return int(action)
+        return np.asarray(action, np.float64)
+
+    # -- the three steps, found in the env's folder ----------------------------------------
+    # -- what is special about this env (nothing, unless a subclass says so) ----------------
+    #
+    # The trainer, the rollout, the metrics, the reports and the benchmarks name no env:
+    # what they need to know of one, it says here.
+
+    #: True when a step kernel holds an environment's agents together with a barrier
+    #: (__syncthreads / cuda.syncthreads) or shares memory between them: a barrier waits
+    #: only for the threads of one block, so such an env must run one block per
+    #: environment, and a launch that would split it over several blocks is refused.
+    #: Agents that only read each other's state in a later kernel launch need no barrier.
+    one_block_per_env: ClassVar[bool] = False
+
+    def agent_roles(self) -> dict[str, list[int]]:
+        """Named groups of agents, for a policy's `agents` in a training config (Tag:
+        'taggers' and 'runners'). Every env also knows 'all', 'first:stop' and lists."""
+        return {}
+
+    def episode_metrics(self) -> dict[str, EpisodeMetric]:
+        """Numbers this env reports per episode besides the return (Tag: runners tagged),
+        each read from the store when an episode ends and averaged over the episodes."""
+        return {}
+
+    def frame_arrays(self) -> list[str]:
+        """The store arrays an animation of this env draws a frame from (default: every
+        array of its initial state but the observation)."""
+        return [n for n in self.initial_state(1, np.random.default_rng(0)) if n != OBS]
+
+    def params_for_agents(self, num_agents: int) -> dict:
+        """Changes to this env's config that make a game of `num_agents` agents, for the
+        benchmarks' sweeps over agents. The default: an env with a fixed number of agents."""
+        if num_agents == self.num_agents:
+            return {}
+        raise EnvError(f"{type(self).__name__} has {self.num_agents} agent(s) per environment, "
+                       f"not {num_agents}: it does not change its number of agents. Leave "
+                       "the number of agents out, or choose an env that scales them.")
+
+    # -- the three steps, found in the subclass's folder ------------------------------------
+
+    @property
+    def folder(self) -> Path:
+        """The folder of step.cu, step_numba.py and reference.py (see env_folder)."""
+        return env_folder(type(self))
+
+    def cuda_sources(self) -> list[Path | str]:
+        """What PyCUDA loads: shared kernels first, then step.cu."""
+        return [*self.shared_cuda, self.folder / "step.cu"]
+
+    def include_dirs(self) -> list[Path]:
+        """Where nvcc finds the headers of cuda_sources(): this env's folder and the folders
+        of its shared kernels (wd_teach's own headers are always found)."""
+        return list(dict.fromkeys([self.folder, *(Path(p).parent for p in self.shared_cuda)]))
+
+    def numba_kernels(self):
+        """What the Numba backend loads: the module step_numba.py beside env.py."""
+        return self._sibling("step_numba")
+
+    def reference_step(self):
+        """The NumPy step: `step()` in reference.py beside env.py."""
+        return self._sibling("reference").step
+
+    def _sibling(self, name: str):
+        """The module `name` of the env's folder, imported as part of the same package as the
+        class that lives there (so a subclass in a notebook gets its parent's steps)."""
+        home = _home_class(type(self))
+        package = home.__module__.rpartition(".")[0]
+        if not package:
+            raise EnvError(f"{home.__name__} comes from a module outside any package, so its "
+                           f"{name}.py cannot be imported beside it. Load the env by its "
+                           "folder instead: wd_teach.env.registry.find_env(FOLDER).env_class.")
+        return importlib.import_module(f"{package}.{name}")
+
+    # -- derived from the spaces ------------------------------------------------------------
+
+    @property
+    def obs_size(self) -> int:
+        return int(np.prod(self.observation_space.shape))
+
+    def action_shape(self, num_envs: int) -> tuple[int, ...]:
+        """The shape of `actions` for `num_envs` environments."""
+        space, lead = self.action_space, (num_envs, self.num_agents)
+        if isinstance(space, spaces.Discrete):
+            return lead
+        if isinstance(space, spaces.MultiDiscrete):
+            return (*lead, len(space.nvec))
+        return (*lead, *space.shape)
+
+    @property
+    def action_dtype(self) -> np.dtype:
+        return np.dtype(np.float32 if isinstance(self.action_space, spaces.Box) else np.int32)
+
+    def full_state(self, num_envs: int, seed: int = 0) -> dict[str, StateArray]:
+        """Every array of the store at the start: the env's own and the common ones."""
+        require(isinstance(num_envs, (int, np.integer)) and not isinstance(num_envs, bool)
+                and num_envs >= 1, f"num_envs must be a positive whole number, got {num_envs!r}.")
+        state = dict(self.initial_state(int(num_envs), np.random.default_rng(seed)))
+        if OBS not in state:
+            raise EnvError(f"{type(self).__name__}.initial_state() must return the first "
+                           f"observation as {OBS!r}.")
+        common = {
+            ACTIONS: StateArray(np.zeros(self.action_shape(num_envs), self.action_dtype),
+                                reset=False),
+            REWARDS: StateArray(np.zeros((num_envs, self.num_agents), np.float32), reset=False),
+            DONE: StateArray(np.zeros(num_envs, np.int32), per="env", reset=False),
+            TIMESTEP: StateArray(np.zeros(num_envs, np.int32), per="env", reset=True),
+        }
+        for name in common:
+            require(name not in state, f"{name!r} is made by the Env base class; leave it "
+                                       "out of initial_state().")
+        return {**state, **common}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.config})"
+
+
+def env_folder(env_class: type) -> Path:
+    """The folder that holds an env class's steps: the folder of the class itself, or of the
+    nearest parent class whose file sits beside step.cu, step_numba.py and reference.py.
+
+    Walking up the parents is what lets a learner subclass an env anywhere, a notebook
+    included (whose classes have no file), and keep the parent's kernels."""
+    return Path(inspect.getfile(_home_class(env_class))).parent
+
+
+def _home_class(env_class: type) -> type:
+    for cls in env_class.__mro__:
+        if cls is Env:
+            break
+        file = getattr(sys.modules.get(cls.__module__), "__file__", None)
+        if file and all((Path(file).parent / name).is_file() for name in STEP_FILES):
+            return cls
+    raise EnvError(f"{env_class.__name__} has no folder with {', '.join(STEP_FILES)}: neither "
+                   "it nor a parent class lives in env.py beside them. Put the class in env.py "
+                   "of an env folder (copy envs/cartpole to start one), subclass an env that "
+                   "has one, or override cuda_sources(), numba_kernels() and reference_step().")
+
+
+def cos32(x: np.ndarray) -> np.ndarray:
+    """cos of float32 values, worked out in double precision and rounded to float32.
+
+    That is the correctly rounded answer: what the CUDA simulator gives (Python's math.cos
+    works in double), and what a GPU's cosf is within 2 units in the last place of. numpy's
+    own float32 cos may differ from it in the last bit."""
+    return np.cos(np.asarray(x, np.float64)).astype(np.float32)
+
+
+def sin32(x: np.ndarray) -> np.ndarray:
+    """sin of float32 values, correctly rounded to float32 (see cos32)."""
+    return np.sin(np.asarray(x, np.float64)).astype(np.float32)

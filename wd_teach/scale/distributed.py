@@ -1,0 +1,325 @@
+"""Data-parallel training: one process per GPU, the gradients averaged over them.
+
+One GPU already steps thousands of environments; a second GPU steps as many again. Each
+process (a *rank*, numbered 0 to world_size - 1) owns one GPU, `cuda:rank`, and builds its
+own Trainer: its own environments, seeded `trainer.seed + rank` so that the ranks see
+different experience, its own rollouts, which never leave that GPU. The ranks start from
+the same weights (rank 0's, broadcast) and keep them the same: after every backward pass
+the gradients are averaged over the ranks (one all-reduce) before the optimiser's step, so
+every rank takes the same step from the same weights. Per step, only the gradients travel
+between the GPUs; the environments and the experience stay where they are.
+
+    history = train_data_parallel("cartpole", world_size=2, iterations=50, out="runs/dp")
+    result = scaling_efficiency("tag_continuous", gpus=(1, 2), iterations=20,
+                                out="runs/scaling.json")
+
+or from the shell: `wd-teach train cartpole --gpus 2`. `world_size=1` is the plain,
+one-process Trainer.
+
+What each process does, in order (`spawn_ranks` starts them; steps 3 and 4 are `train_rank`):
+
+1. `torch.cuda.set_device(rank)`, before anything touches the GPU. Every layer below
+   follows the current device: the DataStore puts its arrays on "cuda" (the current one),
+   PyCUDA retains the primary context of `torch.cuda.current_device()` (wd_teach/cuda_c.py),
+   and Numba takes the context that is current on the thread, which torch made current.
+2. Join the process group: NCCL between GPUs, gloo between CPU processes. The address of
+   rank 0 is MASTER_ADDR:MASTER_PORT, a free port on this machine.
+3. Build the Trainer with seed + rank, then `make_data_parallel`: broadcast rank 0's
+   weights, and set every learner's `reduce` hook to `average_gradients`.
+   (`finish_step` in wd_teach/train/algorithms/common.py calls `reduce(parameters)` between
+   the backward pass and the gradient clip; every rank then clips the same averaged
+   gradient. An update with a `reduce` hook is not replayed as a CUDA graph.)
+4. Train. After each iteration the metrics row is averaged over the ranks
+   (`average_metrics`, one all-reduce); env steps and steps per second are summed. Only
+   rank 0 shows a progress bar and writes checkpoints.
+
+Each rank runs as many environments as a one-GPU run: two GPUs make twice the experience
+per iteration in about the time of one (weak scaling). `scaling_efficiency` measures how
+close to twice: the target is 1.8x the env-steps per second of one GPU at two.
+
+With PyTorch Lightning: `Trainer(strategy="ddp", devices=N)` starts the processes and joins
+the process group itself. Its DistributedDataParallel wrapper syncs gradients in hooks that
+expect one backward pass per forward; an RL update makes many (PPO: epochs x minibatches
+per training_step), so leave the wrapper's syncing aside and do what `make_data_parallel`
+does, in `on_train_start` of wd_teach.train.lightning.TrainingModule: `make_data_parallel(self.run)`
+(not tested here; this module's path is).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import os
+import socket
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
+
+from wd_teach.device import gpu_available
+from wd_teach.errors import MissingPieceError, TrainError
+from wd_teach.train.config import load_config
+from wd_teach.train.trainer import Trainer
+
+#: Metrics that add up over the ranks; every other one is averaged.
+SUMMED = ("env_steps", "steps_per_second")
+#: The speed-up over one GPU that two GPUs should reach.
+TARGET_SPEEDUP = {2: 1.8}
+
+
+# -- the checks, before any process starts ----------------------------------------------------
+
+
+def check_world_size(world_size, gpu: bool) -> int:
+    """`world_size` processes can run here: at least one, and with `gpu`, no more than the
+    GPUs this machine has (one GPU per process)."""
+    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
+        raise TrainError(f"world_size (--gpus) is the number of processes, one per GPU: a "
+                         f"whole number of at least 1, got {world_size!r}.")
+    if gpu:
+        have = torch.cuda.device_count()
+        if world_size > have:
+            fewer = (f"Ask for at most {have} (--gpus {have}; one GPU is the plain run)" if have
+                     else "Leave out --gpus to train on this CPU")
+            raise MissingPieceError(
+                f"asked for {world_size} GPUs, this machine has {have}. {fewer}, or run on a "
+                f"machine with {world_size} GPUs. To try data parallelism without GPUs, "
+                "train_data_parallel(..., gpu=False) runs the processes on the CPU.")
+    return world_size
+
+
+def free_port() -> int:
+    """A TCP port that nothing listens on now: where rank 0 waits for the others."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# -- the pieces a rank uses -------------------------------------------------------------------
+
+
+def average_gradients(parameters) -> None:
+    """The learners' `reduce` hook: every gradient replaced by its mean over the ranks.
+
+    The gradients are laid end to end in one flat buffer, so that the GPUs talk once per
+    step instead of once per weight matrix; the all-reduce sums the buffers of all ranks
+    (NCCL and gloo both sum; not every backend averages), and each rank divides by the
+    world size. Every rank gets the same bits back, so the weights stay identical.
+    Parameters without a gradient are left out: the same ones on every rank, since every
+    rank runs the same network and the same loss."""
+    grads = [p.grad for p in parameters if p.grad is not None]
+    if not grads:
+        return
+    flat = _flatten_dense_tensors(grads)
+    dist.all_reduce(flat)
+    flat /= dist.get_world_size()
+    for grad, averaged in zip(grads, _unflatten_dense_tensors(flat, grads), strict=True):
+        grad.copy_(averaged)
+
+
+def broadcast_weights(trainer: Trainer, src: int = 0) -> None:
+    """Every rank takes rank `src`'s weights: the policies and whatever other networks a
+    learner holds (DDPG's target networks). In place, one broadcast per dtype."""
+    tensors = []
+    for learner in trainer.learners.values():
+        for module in vars(learner).values():
+            if isinstance(module, torch.nn.Module):
+                tensors.extend(module.state_dict().values())
+    # dict.fromkeys keeps the first-seen order, the same on every rank (a set's is not).
+    for dtype in dict.fromkeys(t.dtype for t in tensors):
+        same = [t for t in tensors if t.dtype == dtype]
+        flat = _flatten_dense_tensors(same)
+        dist.broadcast(flat, src)
+        for tensor, received in zip(same, _unflatten_dense_tensors(flat, same), strict=True):
+            tensor.copy_(received)
+
+
+def make_data_parallel(trainer: Trainer) -> Trainer:
+    """Join a built trainer to the process group: rank 0's weights on every rank, and
+    every learner's gradients averaged over the ranks before each optimiser step. The
+    optimisers are fresh and alike, so with the same gradients they stay alike."""
+    broadcast_weights(trainer)
+    for learner in trainer.learners.values():
+        learner.reduce = average_gradients
+    return trainer
+
+
+def average_metrics(row: dict, device: torch.device | str | None = None) -> dict:
+    """One iteration's metrics over every rank: env steps and steps per second summed,
+    the rest averaged over the ranks where they are a number (a return is NaN on a rank
+    where no episode ended). One all-reduce of a [2, metrics] tensor (sums, counts), on
+    `device` (NCCL needs it on the GPU). Every rank gets the same row back."""
+    names = list(row)
+    values = torch.tensor([float(row[k]) for k in names], dtype=torch.float64, device=device)
+    finite = torch.isfinite(values)
+    both = torch.stack([torch.where(finite, values, torch.zeros_like(values)), finite.double()])
+    dist.all_reduce(both)
+    sums, counts = both.tolist()
+    out = {}
+    for name, total, count in zip(names, sums, counts, strict=True):
+        value = total if name in SUMMED else (total / count if count else math.nan)
+        out[name] = round(value) if isinstance(row[name], int) else value
+    return out
+
+
+def _average_row(trainer: Trainer, row: dict) -> None:
+    """The train() callback: the row (the history's last) averaged over the ranks."""
+    row.update(average_metrics(row, trainer.device))
+
+
+# -- one rank, and the processes ----------------------------------------------------------------
+
+
+@dataclass
+class RankResult:
+    """What a rank hands back: the history (averaged over the ranks, so the same on each),
+    its final weights on the CPU, and where its envs' arrays lived."""
+
+    rank: int
+    history: list[dict]
+    weights: dict[str, dict[str, torch.Tensor]]
+    device: str
+
+
+def train_rank(rank: int, world_size: int, config: dict, iterations: int | None = None,
+               out: str | Path | None = None, progress: bool = True,
+               profile: bool = False) -> RankResult:
+    """The work of one rank (run by `spawn_ranks`, the process group joined): a Trainer
+    seeded `trainer.seed + rank`, made data parallel, trained `iterations`."""
+    seed = config["trainer"]["seed"] + rank
+    trainer = Trainer(config, sets=[f"trainer.seed={seed}"])
+    make_data_parallel(trainer)
+    trainer.train(iterations, progress=progress and rank == 0, profile=profile,
+                  out=out if rank == 0 else None, callback=_average_row)
+    weights = {name: {k: v.detach().cpu().clone() for k, v in policy.state_dict().items()}
+               for name, policy in trainer.policies.items()}
+    return RankResult(rank, trainer.history, weights,
+                      str(trainer.wrapper.store[trainer.wrapper.store.names[0]].device))
+
+
+def spawn_ranks(world_size: int, fn, *args, gpu: bool) -> list:
+    """Start `world_size` processes, each joined to one process group, each running
+    `fn(rank, world_size, *args)`; return what each returned, by rank. `gpu`: one GPU per
+    process and NCCL between them; else CPU processes and gloo. `fn` must be importable
+    (a module-level function): the processes are fresh interpreters (spawn, not fork: a
+    forked child cannot use CUDA that its parent started)."""
+    check_world_size(world_size, gpu)
+    with tempfile.TemporaryDirectory(prefix="wd_teach_ranks_") as folder:
+        torch.multiprocessing.spawn(_rank_main, nprocs=world_size, join=True,
+                                    args=(world_size, free_port(), gpu, folder, fn, args))
+        return [torch.load(Path(folder) / f"rank{r}.pt", weights_only=False)
+                for r in range(world_size)]
+
+
+def _rank_main(rank, world_size, port, gpu, folder, fn, args) -> None:
+    """A process's first steps: its GPU, the process group, the work, the result to disk
+    (a file, not a pipe: a pipe would fill up and block the exit)."""
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    if gpu:
+        torch.cuda.set_device(rank)
+        torch.zeros(1, device="cuda")  # the context is now current: PyCUDA and Numba take it
+    else:
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))  # share the cores
+    dist.init_process_group("nccl" if gpu else "gloo", rank=rank, world_size=world_size)
+    try:
+        torch.save(fn(rank, world_size, *args), Path(folder) / f"rank{rank}.pt")
+    finally:
+        dist.destroy_process_group()
+
+
+# -- the entries --------------------------------------------------------------------------------
+
+
+def train_data_parallel(env, world_size: int, iterations: int | None = None, *, sets=(),
+                        overrides: dict | None = None, out: str | Path | None = None,
+                        gpu: bool | None = None, progress: bool = True,
+                        profile: bool = False) -> list[dict]:
+    """Train on `world_size` GPUs, one process each; returns rank 0's history, whose rows
+    are averaged over the ranks (env steps summed). `env`: an env name or any config a
+    Trainer takes; `sets`, `overrides` as for a Trainer. `out`: rank 0's checkpoints.
+    `gpu=False`: the processes run on the CPU (gloo), as the tests do; None: GPUs if this
+    machine has any. `world_size=1` is the plain Trainer in this process."""
+    gpu = gpu_available() if gpu is None else bool(gpu)
+    config = load_config(env, overrides=overrides, sets=sets, gpu=gpu)  # checked here first
+    check_world_size(world_size, gpu)
+    if world_size == 1:
+        return Trainer(config, gpu=gpu).train(iterations, progress=progress, profile=profile,
+                                              out=out)
+    on_gpu = gpu and config.env.backend != "numpy"  # the NumPy env runs on the CPU
+    results = spawn_ranks(world_size, train_rank, config.to_dict(), iterations,
+                          None if out is None else str(out), progress, profile, gpu=on_gpu)
+    return results[0].history
+
+
+def throughput(history: list[dict], warmup: int = 1) -> float:
+    """Env steps per second over the iterations after the first `warmup` (which compile
+    kernels and fill caches), every rank's steps counted."""
+    if len(history) <= warmup:
+        raise TrainError(f"{len(history)} iterations leave none to time after {warmup} of "
+                         "warm-up: train more iterations.")
+    before = history[warmup - 1]["env_steps"] if warmup else 0
+    seconds = sum(row["seconds"] for row in history[warmup:])
+    return (history[-1]["env_steps"] - before) / seconds
+
+
+def scaling_efficiency(env, gpus=(1, 2), iterations: int = 20, *, sets=(),
+                       overrides: dict | None = None, gpu: bool | None = None,
+                       warmup: int = 2, out: str | Path | None = None) -> dict:
+    """The same training on each number of GPUs in `gpus`: env steps per second, the
+    speed-up over the first count, and the efficiency (speed-up / GPU ratio; 1 is
+    perfect). Each GPU runs the config's envs, so N GPUs do N times the work per
+    iteration. The target: 1.8x at 2 GPUs. `out`: a JSON file for the result."""
+    gpu = gpu_available() if gpu is None else bool(gpu)
+    gpus = tuple(gpus)
+    if not gpus:
+        raise TrainError("gpus lists the numbers of GPUs to compare, e.g. (1, 2); it is empty.")
+    for count in gpus:
+        check_world_size(count, gpu)
+    if iterations <= warmup:
+        raise TrainError(f"iterations={iterations} leaves none to time after warmup={warmup}.")
+    config = load_config(env, overrides=overrides, sets=sets, gpu=gpu)
+    runs = []
+    for count in gpus:
+        history = train_data_parallel(config, count, iterations, gpu=gpu, progress=False)
+        runs.append({"gpus": count, "env_steps_per_second": throughput(history, warmup),
+                     "env_steps": history[-1]["env_steps"]})
+        gc.collect()  # the one-process run's trainer: its GPU memory back before the next
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    base = runs[0]
+    for run in runs:
+        run["speedup"] = run["env_steps_per_second"] / base["env_steps_per_second"]
+        run["efficiency"] = run["speedup"] / (run["gpus"] / base["gpus"])
+        if base["gpus"] == 1 and run["gpus"] in TARGET_SPEEDUP:
+            run["target_speedup"] = TARGET_SPEEDUP[run["gpus"]]
+    result = {"env": config.env.name, "algorithm": config.algorithm_name,
+              "num_envs_per_gpu": config.env.num_envs, "iterations": iterations,
+              "warmup": warmup, "device": _device_name(gpu), "runs": runs}
+    if out is not None:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(json.dumps(result, indent=1))
+    return result
+
+
+def format_scaling(result: dict) -> str:
+    """The result of `scaling_efficiency` as a small table."""
+    lines = [f"{result['env']} ({result['algorithm']}), {result['num_envs_per_gpu']} envs "
+             f"per GPU, on {result['device']}",
+             f"{'GPUs':>4} {'env steps/s':>14} {'speed-up':>9} {'efficiency':>10} {'target':>7}"]
+    for run in result["runs"]:
+        target = f"{run['target_speedup']:.1f}x" if "target_speedup" in run else "-"
+        lines.append(f"{run['gpus']:>4} {run['env_steps_per_second']:>14,.0f} "
+                     f"{run['speedup']:>8.2f}x {run['efficiency']:>10.0%} {target:>7}")
+    return "\n".join(lines)
+
+
+def _device_name(gpu: bool) -> str:
+    if gpu and torch.cuda.is_available():
+        return torch.cuda.get_device_name(0)
+    return "the CPU"
+

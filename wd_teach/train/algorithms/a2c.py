@@ -1,0 +1,94 @@
+"""A2C: advantage actor-critic (Mnih et al., 2016, in its synchronous form).
+
+One rollout, one gradient step. The actor raises the log-probability of each action in
+proportion to its advantage (how much better it turned out than the critic expected);
+the critic regresses onto the returns; an entropy bonus keeps the policy from settling
+too early. With thousands of envs the batch is large, so one step per rollout is enough.
+
+A batch of millions of samples goes through the networks in parts (`chunk`, from
+trainer.chunk_samples): each part's loss is its sum over the whole batch's size, so the
+parts' gradients add up to the one gradient of the whole batch, with the activations of
+one part in memory at a time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from wd_teach.train.algorithms.base import Capabilities, LearnerBase, LearnerOptions
+from wd_teach.train.algorithms.common import (
+    check_loss_weights,
+    check_returns,
+    chunks,
+    finish_step,
+    flat,
+    gae,
+    normalize,
+)
+
+#: A distribution to sample from and a critic; an update that a CUDA graph can record,
+#: worked out in parts; it works the log-probabilities out anew, so the rollout keeps none.
+CAPABILITIES = Capabilities(policy="stochastic", graph_update=True, log_probs=False,
+                            chunked_update=True)
+
+
+@dataclass(frozen=True)
+class Config:
+    gamma: float = 0.99  # discount per step
+    gae_lambda: float = 1.0  # 1: n-step returns over the whole rollout
+    value_coef: float = 0.5  # weight of the critic's loss
+    entropy_coef: float = 0.01  # weight of the entropy bonus
+    max_grad_norm: float = 0.5  # clip the gradient's global norm to this (0: no clip)
+    normalize_advantages: bool = False
+
+
+def check_ranges(config: Config) -> None:
+    """Each hyperparameter in its range, before anything is built: NaN, infinity or a
+    value out of range would otherwise train quietly to NaN."""
+    check_returns(config)
+    check_loss_weights(config)
+
+
+def check(config: Config, samples: int, policy: str) -> None:
+    """Nothing to divide: A2C takes the whole batch at once."""
+
+
+def loss(log_prob, entropy, value, advantages, returns, config: Config, samples: int):
+    """The A2C loss of one part of the batch: policy gradient, critic regression, entropy
+    bonus, each a sum over the part divided by the whole batch's `samples` (so the parts'
+    losses add up to the batch's means). Returns (loss, policy_loss, value_loss, entropy)."""
+    policy_loss = -(advantages * log_prob).sum() / samples
+    value_loss = 0.5 * (returns - value).pow(2).sum() / samples
+    entropy = entropy.sum() / samples
+    total = policy_loss + config.value_coef * value_loss - config.entropy_coef * entropy
+    return total, policy_loss, value_loss, entropy
+
+
+class Learner(LearnerBase):
+    """One policy group's A2C: one gradient step per rollout."""
+
+    def __init__(self, policy: torch.nn.Module, config: Config, options: LearnerOptions):
+        super().__init__(policy, config, options)
+        self.optimizer = self.adam(policy.parameters(), options.lr, eps=1e-5)
+
+    def update(self, batch) -> dict[str, torch.Tensor]:
+        c = self.config
+        advantages, returns = gae(batch.rewards, batch.values, batch.dones, batch.last_values,
+                                  c.gamma, c.gae_lambda)
+        if c.normalize_advantages:
+            advantages = normalize(advantages)
+        steps, samples = advantages.shape[0], advantages.numel()
+
+        self.optimizer.zero_grad(set_to_none=True)
+        sums = torch.zeros(4, device=advantages.device)
+        for part in chunks(steps, samples // steps, self.options.chunk_samples):
+            log_prob, entropy, value = self.policy.evaluate(flat(batch.obs[part]),
+                                                            flat(batch.actions[part]))
+            losses = loss(log_prob, entropy, value, flat(advantages[part]),
+                          flat(returns[part]), c, samples)
+            (self.backward or torch.Tensor.backward)(losses[0])
+            sums += torch.stack(losses).detach()
+        finish_step(self.optimizer, self.policy.parameters(), c.max_grad_norm, self.reduce)
+        return dict(zip(("loss", "policy_loss", "value_loss", "entropy"), sums, strict=True))

@@ -1,0 +1,123 @@
+"""PPO: proximal policy optimisation (Schulman et al., 2017), the clipped objective.
+
+A2C takes one step per rollout because after a step the rollout no longer comes from the
+policy being trained. PPO takes many (several epochs of minibatches) and stays honest with
+the ratio r = pi_new(a|s) / pi_old(a|s): the objective is min(r * A, clip(r, 1 - eps,
+1 + eps) * A), so moving an action's probability further than eps brings no more reward.
+GAE advantages, normalised per minibatch; optionally the critic's step is clipped alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from wd_teach.errors import ConfigError
+from wd_teach.ranges import require_number, require_whole
+from wd_teach.train.algorithms.base import Capabilities, LearnerBase, LearnerOptions
+from wd_teach.train.algorithms.common import (
+    check_loss_weights,
+    check_returns,
+    flat,
+    gae,
+    gradient_step,
+    normalize,
+)
+
+#: A distribution to sample from and a critic; the update draws minibatch orders from a
+#: torch generator, so it runs step by step, not as a CUDA graph.
+CAPABILITIES = Capabilities(policy="stochastic")
+
+
+@dataclass(frozen=True)
+class Config:
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip_coef: float = 0.2  # eps: how far the ratio may move from 1
+    clip_value: bool = False  # clip the critic's change like the ratio
+    value_coef: float = 0.5
+    entropy_coef: float = 0.01
+    max_grad_norm: float = 0.5
+    epochs: int = 4  # passes over each rollout
+    num_minibatches: int = 4  # per pass; must divide every policy's samples
+    normalize_advantages: bool = True
+
+
+def check_ranges(config: Config) -> None:
+    """Each hyperparameter in its range, before anything is built: NaN, infinity or a
+    value out of range would otherwise train quietly to NaN."""
+    check_returns(config)
+    check_loss_weights(config)
+    require_number("algorithm.clip_coef", config.clip_coef, low=0, low_open=True)
+    require_whole("algorithm.epochs", config.epochs, low=1)
+    require_whole("algorithm.num_minibatches", config.num_minibatches, low=1)
+
+
+def check(config: Config, samples: int, policy: str) -> None:
+    """Minibatches of equal size: num_minibatches must divide the policy's samples."""
+    if config.num_minibatches > samples:
+        raise ConfigError(f"algorithm.num_minibatches={config.num_minibatches} is more than "
+                          f"the {samples:,} samples of policy {policy!r} per iteration "
+                          "(steps x envs x its agents): a minibatch needs at least one. "
+                          "Use fewer minibatches, or more trainer.steps or env.num_envs.")
+    if samples % config.num_minibatches:
+        divisors = [d for d in range(1, min(samples, 64) + 1) if samples % d == 0]
+        raise ConfigError(f"algorithm.num_minibatches={config.num_minibatches} does not divide "
+                          f"the {samples:,} samples of policy {policy!r} per iteration "
+                          "(steps x envs x its agents). Choose one of "
+                          f"{', '.join(map(str, divisors))}, or change trainer.steps or "
+                          "env.num_envs.")
+
+
+def loss(log_prob, entropy, value, old_log_prob, old_value, advantage, returns,
+         config: Config):
+    """The PPO loss of one minibatch: the clipped objective (the pessimistic one of the
+    ratio's two terms), the critic's regression (clipped like the ratio if asked) and the
+    entropy bonus. Returns (loss, policy_loss, value_loss, entropy, clipped fraction)."""
+    ratio = (log_prob - old_log_prob).exp()
+    clipped_ratio = ratio.clamp(1 - config.clip_coef, 1 + config.clip_coef)
+    policy_loss = -torch.min(ratio * advantage, clipped_ratio * advantage).mean()
+    value_error = (value - returns).pow(2)
+    if config.clip_value:
+        moved = old_value + (value - old_value).clamp(-config.clip_coef, config.clip_coef)
+        value_error = torch.max(value_error, (moved - returns).pow(2))
+    value_loss = 0.5 * value_error.mean()
+    entropy = entropy.mean()
+    total = policy_loss + config.value_coef * value_loss - config.entropy_coef * entropy
+    clipped = ((ratio - 1).abs() > config.clip_coef).float().mean()
+    return total, policy_loss, value_loss, entropy, clipped
+
+
+class Learner(LearnerBase):
+    """One policy group's PPO: epochs of shuffled minibatches over each rollout."""
+
+    def __init__(self, policy: torch.nn.Module, config: Config, options: LearnerOptions):
+        super().__init__(policy, config, options)
+        self.optimizer = self.adam(policy.parameters(), options.lr, eps=1e-5)
+
+    def update(self, batch) -> dict[str, torch.Tensor]:
+        c = self.config
+        advantages, returns = gae(batch.rewards, batch.values, batch.dones, batch.last_values,
+                                  c.gamma, c.gae_lambda)
+        obs, actions = flat(batch.obs), flat(batch.actions)
+        old_log_probs, old_values = flat(batch.log_probs), flat(batch.values)
+        advantages, returns = flat(advantages), flat(returns)
+        samples = obs.shape[0]
+        size = samples // c.num_minibatches
+        sums = torch.zeros(5, device=obs.device)  # the losses, entropy, clipped fraction
+
+        for _ in range(c.epochs):
+            order = torch.randperm(samples, generator=self.generator, device=obs.device)
+            for start in range(0, samples, size):
+                i = order[start:start + size]
+                log_prob, entropy, value = self.policy.evaluate(obs[i], actions[i])
+                advantage = normalize(advantages[i]) if c.normalize_advantages else advantages[i]
+                losses = loss(log_prob, entropy, value, old_log_probs[i], old_values[i],
+                              advantage, returns[i], c)
+                gradient_step(self.optimizer, losses[0], self.policy.parameters(),
+                              c.max_grad_norm, self.backward, self.reduce)
+                sums += torch.stack(losses).detach()
+        means = sums / (c.epochs * c.num_minibatches)
+        names = ("loss", "policy_loss", "value_loss", "entropy", "clip_fraction")
+        return dict(zip(names, means, strict=True))

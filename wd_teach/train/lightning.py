@@ -1,0 +1,219 @@
+"""The same training as a PyTorch Lightning module.
+
+Lightning organises a training run (the loop, logging, checkpoints, callbacks, devices)
+around a LightningModule and a DataLoader. End-to-end GPU RL has no dataset to load:
+experience is made on the device, by the rollout. So the data source here is a stand-in,
+`Iterations`, that yields one token per training iteration; `training_step` makes the
+data itself (a rollout of every env on the device) and learns from it, with Lightning's
+manual optimisation driving the very optimisers and the very update of wd_teach.train.trainer:
+
+    module = TrainingModule("cartpole")          # builds a wd_teach Trainer inside
+    trainer = make_lightning_trainer(module, iterations=20, out="runs/lightning")
+    trainer.fit(module)
+
+What Lightning adds: `self.log_dict` (its loggers: CSV here), callbacks (ModelCheckpoint,
+and any of yours), its checkpoint files (the module's weights and optimisers, plus the
+whole wd_teach state in `on_save_checkpoint`, so that `load_lightning_checkpoint` and a
+new fit go on exactly), the device it runs on. What it costs: a little Python per iteration, which
+`measure_overhead` measures against the plain Trainer on the same config.
+
+Lightning is imported as `lightning.pytorch`, or under its older name `pytorch_lightning`
+where only that is installed: the API used here is the same in both.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+try:
+    import lightning.pytorch as pl
+except ImportError:  # the older package name, same API
+    import pytorch_lightning as pl
+
+from wd_teach.train.trainer import Trainer
+
+#: The key under which a Lightning checkpoint holds the wd_teach state (env, RNGs, ...).
+STATE_KEY = "wd_teach"
+
+
+class Iterations(Dataset):
+    """The data source: `count` tokens, one per training iteration. The experience itself
+    is made by the rollout inside `training_step`, on the device."""
+
+    def __init__(self, count: int):
+        self.count = int(count)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index: int) -> int:
+        return index
+
+
+class TrainingModule(pl.LightningModule):
+    """A wd_teach Trainer as a LightningModule (`self.run`); same config arguments."""
+
+    def __init__(self, config=None, *, overrides: dict | None = None, sets=(),
+                 gpu: bool | None = None, profile: bool = False):
+        super().__init__()
+        self.run = Trainer(config, overrides=overrides, sets=sets, gpu=gpu)
+        self.policies = torch.nn.ModuleDict(self.run.policies)  # Lightning sees the weights
+        self.profile = profile
+        self.iterations = self.run.config.trainer.iterations  # one epoch of this many steps
+        self.automatic_optimization = False  # RL updates: the learners step themselves
+        self._slots = [(learner, name) for learner in self.run.learners.values()
+                       for name in learner.optimizer_names]
+
+    def configure_optimizers(self):
+        """The learners' own optimisers, so Lightning checkpoints and wraps them."""
+        return [getattr(learner, name) for learner, name in self._slots]
+
+    def on_train_start(self) -> None:
+        """Hand the learners Lightning's wrapped optimisers and its backward."""
+        wrapped = self.optimizers()
+        wrapped = wrapped if isinstance(wrapped, list) else [wrapped]
+        for (learner, name), optimizer in zip(self._slots, wrapped, strict=True):
+            setattr(learner, name, optimizer)
+            learner.backward = self.manual_backward
+
+    def on_train_end(self) -> None:
+        """Give the learners their plain optimisers back: the run goes on without Lightning."""
+        for learner, name in self._slots:
+            optimizer = getattr(learner, name)
+            setattr(learner, name, getattr(optimizer, "optimizer", optimizer))
+            learner.backward = None
+
+    def on_fit_end(self) -> None:
+        """A fit ends with Lightning moving the model and the optimisers' state to the CPU.
+        The run lives where its envs live: move them back, so it can go on (or evaluate)."""
+        self.to(self.run.device)
+        for learner, name in self._slots:
+            for state in getattr(learner, name).state.values():
+                for key, value in state.items():
+                    if key != "step" and isinstance(value, torch.Tensor):  # Adam's step
+                        state[key] = value.to(self.run.device)  # stays where torch keeps it
+
+    def train_dataloader(self) -> DataLoader:
+        return DataLoader(Iterations(self.iterations), batch_size=None)
+
+    def training_step(self, batch, batch_idx):
+        """One iteration: a rollout of every env on the device, then each policy's update
+        (through Lightning's optimisers); the metrics come to the host once, as in
+        Trainer.iterate, and go to Lightning's loggers."""
+        row = self.run.iterate(profile=self.profile)
+        shown = {f"{g.name}/return" for g in self.run.groups}
+        logged = {k: v for k, v in row.items() if k != "iteration"}
+        self.log_dict({k: v for k, v in logged.items() if k not in shown}, on_step=True,
+                      on_epoch=False, batch_size=1)
+        self.log_dict({k: logged[k] for k in shown}, on_step=True, on_epoch=False,
+                      prog_bar=True, batch_size=1)
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        checkpoint[STATE_KEY] = self.run.state_dict()
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        self.run.load_state_dict(checkpoint[STATE_KEY], where="the Lightning checkpoint")
+
+    def load_lightning_checkpoint(self, path) -> TrainingModule:
+        """Go on from a checkpoint a fit wrote: the next fit continues the run exactly.
+        (Lightning's own `fit(ckpt_path=...)` would restore the finished epoch too, and
+        with it the end of training.)"""
+        checkpoint = _read_lightning_checkpoint(path)
+        self.on_load_checkpoint(checkpoint)
+        return self
+
+    @property
+    def history(self) -> list[dict]:
+        return self.run.history
+
+
+def _read_lightning_checkpoint(path) -> dict:
+    """A checkpoint Lightning wrote (a pickle, its format), read with `weights_only=True`:
+    torch's restricted unpickler, which builds tensors, numbers, strings and containers and
+    refuses anything else, so a stranger's file cannot run code. Bad files: a TrainError."""
+    from pickle import UnpicklingError
+
+    from wd_teach.errors import TrainError
+
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise TrainError(f"no Lightning checkpoint at {path}: no such file.") from None
+    except (UnpicklingError, RuntimeError, EOFError, OSError, ValueError) as err:
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise TrainError(f"{path} is not a readable Lightning checkpoint: it is cut short, "
+                         f"damaged or holds more than weights ({first}).") from None
+    if not isinstance(checkpoint, dict) or STATE_KEY not in checkpoint:
+        raise TrainError(f"{path} is not a Lightning checkpoint of a wd-teach TrainingModule "
+                         f"(it has no {STATE_KEY!r}).")
+    return checkpoint
+
+
+def make_lightning_trainer(module: TrainingModule, iterations: int | None = None, *,
+                           out=None, callbacks=(), progress: bool = True, **options):
+    """A Lightning Trainer that runs `iterations` training steps of `module` on the device
+    its envs live on; with `out`, CSV logs and a checkpoint at the end go there."""
+    module.iterations = iterations = iterations or module.run.config.trainer.iterations
+    cuda = module.run.device.type == "cuda"
+    callbacks = list(callbacks)
+    if out is not None:
+        callbacks.append(pl.callbacks.ModelCheckpoint(dirpath=out, filename="lightning",
+                                                      save_last=False))
+    return pl.Trainer(
+        # One epoch of `iterations` steps. (max_steps would count optimiser steps, and an
+        # iteration of PPO takes many.)
+        accelerator="gpu" if cuda else "cpu", devices=1, max_epochs=1, callbacks=callbacks,
+        logger=pl.loggers.CSVLogger(out, name="logs") if out is not None else False,
+        enable_checkpointing=out is not None, enable_progress_bar=progress,
+        enable_model_summary=False, log_every_n_steps=1, num_sanity_val_steps=0,
+        **options)
+
+
+class Throughput(pl.Callback):
+    """Env steps per second over the training steps after `warmup`, clocked from the
+    start of the first measured step to the end of the last (each step ends with the
+    metrics' trip to the host, so the device has finished by then)."""
+
+    def __init__(self, warmup: int = 1):
+        self.warmup = warmup
+        self.start = self.end = None
+        self.steps = 0
+
+    def on_train_batch_start(self, trainer, module, batch, batch_idx):
+        if batch_idx == self.warmup:
+            self.start = time.perf_counter()
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+        if batch_idx >= self.warmup:
+            self.end = time.perf_counter()
+            self.steps += module.run.steps_per_iteration
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / (self.end - self.start)
+
+
+def measure_overhead(config=None, iterations: int = 10, warmup: int = 2, *,
+                     overrides: dict | None = None, sets=(), gpu: bool | None = None) -> dict:
+    """Env steps per second of the plain Trainer and of the Lightning module, same config
+    and seed, `iterations` timed iterations after `warmup`; and Lightning's overhead,
+    1 - lightning / plain."""
+    plain = Trainer(config, overrides=overrides, sets=sets, gpu=gpu)
+    plain.train(warmup, progress=False)
+    start = time.perf_counter()
+    plain.train(iterations, progress=False)
+    plain_rate = iterations * plain.steps_per_iteration / (time.perf_counter() - start)
+
+    module = TrainingModule(config, overrides=overrides, sets=sets, gpu=gpu)
+    clock = Throughput(warmup)
+    make_lightning_trainer(module, warmup + iterations, callbacks=[clock],
+                           progress=False).fit(module)
+    lightning_rate = clock.steps_per_second
+    return {"env": plain.config.env.name, "algorithm": plain.config.algorithm_name,
+            "num_envs": plain.wrapper.num_envs, "backend": plain.backend,
+            "iterations": iterations, "plain_steps_per_second": plain_rate,
+            "lightning_steps_per_second": lightning_rate,
+            "overhead": 1 - lightning_rate / plain_rate}

@@ -1,0 +1,548 @@
+"""Trainer: end-to-end training on the device, one iteration at a time.
+
+An iteration is a rollout (wd_teach/train/rollout.py: policy -> sampler -> env step -> reset of
+done envs, every step on the device) and then one update per policy group (the algorithm's
+Learner). After the update the iteration's metrics, which were added up on the device,
+come to the host in one copy: the only synchronisation of a normal iteration. With
+`profile=True` the phases are timed as well (CUDA events on a GPU), read in a second one.
+
+    trainer = Trainer("NAME")                      # a shipped env, its folder's config.yaml
+    trainer = Trainer("path/to/my_env")            # any env folder, with its config.yaml
+    trainer = Trainer(MyEnv(episode_length=200))   # an env object, its folder's defaults
+    trainer.train(50)                              # a progress bar; trainer.history grows
+    trainer.save("run/checkpoint.safetensors")     # model, optimiser, RNGs, env, history
+    trainer = Trainer.from_checkpoint("run/checkpoint.safetensors")   # ... and on, bit for bit
+    result = trainer.evaluate(record=True)         # argmax actions; frames of one env
+
+A run is seeded: weights, the envs' initial states, the sampler's and torch's random numbers
+all follow from `trainer.seed`, and a checkpoint holds every one of their states, so a run
+resumed from a checkpoint goes on exactly as the uninterrupted run would have. Checkpoints
+are safetensors files that load without running code (wd_teach/train/checkpoint.py), and a load
+is all or nothing: a checkpoint that does not fit is refused before the trainer changes.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from wd_teach.device import gpu_available
+from wd_teach.env import Env
+from wd_teach.env.wrapper import EnvWrapper
+from wd_teach.errors import ConfigError, LaunchError, TrainError
+from wd_teach.launch import launch_geometry
+from wd_teach.train.acting import make_acting, random_actions
+from wd_teach.train.algorithms import ALGORITHMS
+from wd_teach.train.algorithms.base import LearnerOptions
+from wd_teach.train.checkpoint import SUFFIX, read_checkpoint, write_checkpoint
+from wd_teach.train.config import TrainConfig, load_config, make_env, resolve_agents
+from wd_teach.train.metrics import EpisodeStats, per_episode
+from wd_teach.train.policy import agent_groups, make_policy
+from wd_teach.train.rollout import Rollout
+from wd_teach.train.speed import maybe_graphed, precision_context
+
+CHECKPOINT_FORMAT = 2  # wd_teach.train.checkpoint.FORMAT_VERSION: safetensors + JSON
+#: The parts of a state dict (Trainer.state_dict) a checkpoint must hold.
+STATE_PARTS = ("format", "env", "config", "groups", "iteration", "env_steps", "history",
+               "learners", "acting", "store", "stats", "generator", "torch_rng")
+
+
+def default_backend() -> str:
+    """The backend a run uses when its config names none: PyCUDA or Numba on a GPU; on a
+    CPU the NumPy reference (the kernels would run on the simulator, thread by thread)."""
+    if not gpu_available():
+        return "numpy"
+    from wd_teach.device import choose_backend
+
+    return choose_backend()
+
+
+def check_fits(num_envs: int, num_agents: int) -> None:
+    """Refuse, on the host, more envs or agents than one kernel launch can cover: the
+    grid has at most 2**31 - 1 blocks along x (one per env) and 65,535 along y (an env's
+    agents, 1,024 per block)."""
+    try:
+        launch_geometry(num_envs, num_agents)
+    except LaunchError as err:
+        raise ConfigError(f"env.num_envs={num_envs:,} with {num_agents:,} agents each does "
+                          f"not fit the device: {err}") from err
+
+
+class Trainer:
+    """Everything one training run needs, built from a config (see wd_teach.train.config): an
+    env name or folder, a YAML path, a dict, a TrainConfig, or an env object or class, whose
+    folder's config.yaml gives the defaults. An env object is trained as it is, so a subclass
+    made in a notebook trains too (a checkpoint of it resumes as the env its config names)."""
+
+    def __init__(self, config=None, *, overrides: dict | None = None, sets=(),
+                 gpu: bool | None = None):
+        self.config: TrainConfig = load_config(config, overrides=overrides, sets=sets, gpu=gpu)
+        c = self.config
+        self.seed = c.trainer.seed
+        self.algorithm = ALGORITHMS[c.algorithm_name]
+
+        # Checks first, on the host: nothing is on the device until they pass.
+        self.env = config if isinstance(config, Env) else make_env(c.env)
+        mapping = {name: resolve_agents(p.agents, self.env, name) for name, p in c.policies.items()}
+        self.groups = agent_groups(mapping, self.env.num_agents)
+        check_fits(c.env.num_envs, self.env.num_agents)
+        for group in self.groups:
+            self.algorithm.check(c.algorithm, c.trainer.steps * c.env.num_envs * group.size,
+                                 group.name)
+
+        torch.manual_seed(self.seed)
+        self.backend = c.env.backend or default_backend()
+        self.wrapper = EnvWrapper(self.env, c.env.num_envs, self.backend, seed=self.seed,
+                                  auto_reset=False, check_actions=False)
+        self.device = self.wrapper.device
+        self.generator = torch.Generator(device=self.device).manual_seed(self.seed)
+        can = self.algorithm.CAPABILITIES  # what the algorithm needs and can do
+        graphs = c.trainer.cuda_graphs and self.device.type == "cuda"
+        graph_update = graphs and can.graph_update
+        # The same optimiser arithmetic with graphs on or off: a capturable optimiser keeps
+        # its step count on the device and rounds its bias correction there, so a replayed
+        # update and a step-by-step one agree bit for bit only if both use it.
+        capturable = self.device.type == "cuda" and can.graph_update
+        self.policies = {}
+        self.learners = {}
+        for group in self.groups:
+            spec = c.policies[group.name]
+            policy = make_policy(can.policy, self.env.obs_size, self.env.action_space,
+                                 spec.hidden).to(self.device)
+            self.policies[group.name] = policy
+            options = LearnerOptions(lr=spec.lr or c.trainer.lr, generator=self.generator,
+                                     capturable=capturable,
+                                     chunk_samples=c.trainer.chunk_samples)
+            self.learners[group.name] = self.algorithm.Learner(policy, c.algorithm, options)
+        noise = ((c.algorithm.noise_theta, c.algorithm.noise_sigma)
+                 if can.exploration_noise else None)
+        self.acting = make_acting(self.wrapper, self.groups, list(self.policies.values()),
+                                  self.seed, self.generator, noise)
+        self.rollout = Rollout(self.wrapper, self.acting, c.trainer.steps,
+                               next_obs=can.next_obs, graph=graphs,
+                               precision=c.trainer.precision, log_probs=can.log_probs)
+        self._graph_update = graph_update
+        self._graphed_update = maybe_graphed(graph_update, self._update, self.backend,
+                                             watch=self._training_memory)
+        self.iteration = 0
+        self.env_steps = 0
+        self.history: list[dict] = []
+        self.wrapper.reset()
+
+    # -- training ---------------------------------------------------------------------------
+
+    @property
+    def steps_per_iteration(self) -> int:
+        """Environment steps per iteration: every env, `trainer.steps` times."""
+        return self.config.trainer.steps * self.wrapper.num_envs
+
+    def iterate(self, profile: bool = False) -> dict:
+        """One rollout and one update per policy; returns the iteration's metrics row."""
+        timer = self.rollout.timer
+        timer.enabled = profile
+        start = time.perf_counter()
+        buffer = self.rollout.collect()
+        device_values = self.rollout.stats.device_values(self.groups, self.wrapper.num_envs)
+        with timer("training"):
+            device_values.update(self._update_step(buffer))
+        # The one trip to the host of this iteration: every metric in one copy.
+        names = list(device_values)
+        values = torch.stack([v.detach().float().reshape(()) for v in device_values.values()])
+        pulled = values.cpu().tolist()
+        seconds = time.perf_counter() - start
+        self.rollout.stats.clear()
+        self.iteration += 1
+        self.env_steps += self.steps_per_iteration
+        row = {"iteration": self.iteration, "env_steps": self.env_steps,
+               "seconds": seconds, "steps_per_second": self.steps_per_iteration / seconds}
+        row.update(zip(names, pulled, strict=True))
+        if profile:
+            row.update({f"time/{k}": v for k, v in timer.pull().items()})
+        self.history.append(row)
+        return row
+
+    def _update(self, buffer=None) -> dict:
+        """Each group's update from the rollout buffer; their losses, on the device."""
+        buffer = buffer or self.rollout.buffer
+        values = {}
+        with precision_context(self.config.trainer.precision, self.device):
+            for group in self.groups:
+                losses = self.learners[group.name].update(buffer.group(group))
+                values.update({f"{group.name}/{k}": v for k, v in losses.items()})
+        return values
+
+    def _update_step(self, buffer) -> dict:
+        """The update, replayed as a CUDA graph where it can be: not while a framework
+        drives the backward pass (Lightning) or gradients are averaged over GPUs."""
+        plain = all(lr.backward is None and lr.reduce is None
+                    for lr in self.learners.values())
+        if plain and self._graph_update:
+            return self._graphed_update()
+        return self._update(buffer)
+
+    def _training_memory(self) -> list[torch.Tensor]:
+        """What a recorded update reads and writes in place: weights, optimiser state."""
+        tensors = []
+        for learner in self.learners.values():
+            tensors += list(learner.policy.parameters())
+            for name in learner.optimizer_names:
+                for state in getattr(learner, name).state.values():
+                    tensors += [v for v in state.values() if isinstance(v, torch.Tensor)]
+        return tensors
+
+    @property
+    def graphed(self) -> dict[str, bool]:
+        """Which phases replay as CUDA graphs: the rollout, the update."""
+        return {"rollout": self.rollout.graphed, "update": self._graph_update}
+
+    def train(self, iterations: int | None = None, *, progress: bool = True,
+              profile: bool = False, out: str | Path | None = None, callback=None) -> list[dict]:
+        """Run `iterations` (default: trainer.iterations) with a progress bar. `out`: a
+        folder for checkpoints, every trainer.checkpoint_every iterations and at the end.
+        `callback(trainer, row)` after each iteration; returning True stops early."""
+        from tqdm.auto import tqdm
+
+        iterations = self.config.trainer.iterations if iterations is None else int(iterations)
+        if iterations < 0:
+            raise TrainError(f"train({iterations}): iterations cannot be negative.")
+        every = self.config.trainer.checkpoint_every
+        bar = tqdm(range(iterations), disable=not progress, unit="it",
+                   desc=f"{self.config.env.name} {self.config.algorithm_name}")
+        for _ in bar:
+            row = self.iterate(profile)
+            # First the callback: it may change the row (data-parallel runs average it
+            # over the GPUs) before the bar shows it and a checkpoint keeps it.
+            if callback is not None and callback(self, row):
+                break
+            bar.set_postfix(self.summary(row), refresh=False)
+            if out is not None and every and self.iteration % every == 0:
+                self.save(Path(out) / f"checkpoint_{self.iteration:05d}{SUFFIX}")
+        if out is not None:
+            self.save(Path(out) / f"checkpoint{SUFFIX}")
+        return self.history
+
+    def summary(self, row: dict) -> dict[str, str]:
+        """The few numbers a progress bar shows: each group's latest return, steps/s."""
+        shown = {}
+        for group in self.groups:
+            value = self.latest(f"{group.name}/return")
+            shown[group.name] = "-" if value is None else f"{value:.3g}"
+        for metric in self.env.episode_metrics():  # what the env itself reports
+            value = self.latest(per_episode(metric))
+            if value is not None:
+                shown[metric] = f"{value:.3g}"
+        shown["steps/s"] = f"{row['steps_per_second']:,.0f}"
+        return shown
+
+    @property
+    def metric_labels(self) -> dict[str, str]:
+        """The env's episode metrics as the history names them, with their labels."""
+        return {per_episode(name): m.label for name, m in self.env.episode_metrics().items()}
+
+    def latest(self, key: str) -> float | None:
+        """The last finite value of `key` in the history (returns are NaN in iterations
+        where no episode ended)."""
+        for row in reversed(self.history):
+            value = row.get(key)
+            if value is not None and math.isfinite(value):
+                return value
+        return None
+
+    # -- evaluation -------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def evaluate(self, num_envs: int | None = None, steps: int | None = None, *,
+                 greedy: bool = True, random: tuple[str, ...] = (), record: bool = False,
+                 seed: int | None = None, backend: str | None = None) -> Evaluation:
+        """Play the first episode of `num_envs` fresh envs (default: as many as training)
+        with the trained policies: the most probable action (`greedy`) or a draw.
+        Groups named in `random` act uniformly at random instead: the baseline.
+
+        `record`: keep env 0's state arrays at every step, the start included, up to the
+        end of its episode: the frames of an animation. The training envs are not touched.
+        """
+        num_envs = num_envs or self.wrapper.num_envs
+        steps = steps or self.env.episode_length
+        seed = self.seed + 1 if seed is None else seed
+        unknown = sorted(set(random) - {g.name for g in self.groups})
+        if unknown:
+            raise TrainError(f"random={unknown}: no such policy. Policies: "
+                             f"{', '.join(g.name for g in self.groups)}.")
+        wrapper = EnvWrapper(self.env, num_envs, backend or self.backend, seed=seed,
+                             auto_reset=False, check_actions=False)
+        generator = torch.Generator(device=wrapper.device).manual_seed(seed)
+        policies = [self.policies[g.name] for g in self.groups]
+        acting = make_acting(wrapper, self.groups, policies, seed, generator)
+        for policy in policies:
+            policy.to(wrapper.device)
+        metrics = self.env.episode_metrics()
+        stats = EpisodeStats(num_envs, wrapper.num_agents, wrapper.device, metrics)
+        playing = torch.ones(num_envs, dtype=torch.bool, device=wrapper.device)
+        names = [n for n in self.env.frame_arrays() if n in wrapper.store.names] if record else []
+        frames = {n: [wrapper.store[n][0].clone()] for n in names}
+        ended = []
+        scratch_actions = torch.zeros((num_envs, wrapper.num_agents, acting.action_width()),
+                                      dtype=acting.action_dtype(), device=wrapper.device)
+        scratch_log_probs = torch.zeros((num_envs, wrapper.num_agents), device=wrapper.device)
+        wrapper.reset()
+        for _ in range(steps):
+            acting.forward(wrapper.obs)
+            if greedy:
+                acting.greedy()
+            else:
+                acting.draw(scratch_actions, scratch_log_probs)
+            for group in self.groups:
+                if group.name in random:
+                    random_actions(wrapper, group, generator)
+            _, rewards, done, _ = wrapper.step()
+            stats.update(rewards * playing[:, None], done & playing,
+                         {name: m.read(wrapper.store) for name, m in metrics.items()})
+            for n in names:
+                frames[n].append(wrapper.store[n][0].clone())
+            ended.append(done[0].clone())
+            playing &= ~done
+            wrapper.reset_done()
+        for policy in policies:
+            policy.to(self.device)
+        values = stats.device_values(self.groups, num_envs)
+        pulled = dict(zip(values, torch.stack(list(values.values())).cpu().tolist(),
+                          strict=True))
+        kept = {}
+        if names:
+            end = torch.stack(ended).cpu().numpy()
+            last = int(np.argmax(end)) + 1 if end.any() else len(end)
+            kept = {n: torch.stack(frames[n][:last + 1]).cpu().numpy() for n in names}
+        return Evaluation(metrics=pulled, frames=kept, num_envs=num_envs, greedy=greedy,
+                          random=tuple(random))
+
+    # -- checkpoints ------------------------------------------------------------------------
+
+    def state_dict(self) -> dict:
+        """Everything a run needs to go on exactly where it is."""
+        store = self.wrapper.store
+        arrays = {n: store[n].detach().cpu().clone() for n in store.names
+                  if not n.endswith("_pristine")}
+        return {
+            "format": CHECKPOINT_FORMAT,
+            "env": self.config.env.name,
+            "config": self.config.to_dict(),
+            "groups": {g.name: list(g.agents) for g in self.groups},
+            "iteration": self.iteration,
+            "env_steps": self.env_steps,
+            "history": [dict(row) for row in self.history],
+            "learners": {name: learner.state_dict() for name, learner in self.learners.items()},
+            "acting": self.acting.state_dict(),
+            "store": arrays,
+            "stats": self.rollout.stats.state_dict(),
+            "generator": self.generator.get_state(),
+            "torch_rng": torch.get_rng_state(),
+        }
+
+    def save(self, path: str | Path) -> Path:
+        """Write a checkpoint (name it *.safetensors): whole or not at all, so a crash while
+        writing leaves the file that was there before."""
+        return write_checkpoint(self.state_dict(), path)
+
+    def load(self, path: str | Path) -> Trainer:
+        """Go on from a checkpoint of this same run (same env, policies, sizes)."""
+        return self.load_state_dict(read_checkpoint(path), where=str(path))
+
+    def load_state_dict(self, state: dict, where: str = "the checkpoint") -> Trainer:
+        """Go on from `state`, all or nothing. Everything is checked before anything
+        changes; should setting it still fail half way, the trainer is put back exactly as
+        it was, so a failed load never leaves a trainer half one run, half another."""
+        self._check_compatible(state, where)
+        before = self.state_dict()
+        try:
+            self._set_state(state)
+        except Exception as err:
+            self._set_state(before)
+            raise TrainError(f"loading {where} failed half way ({type(err).__name__}: "
+                             f"{err}); the trainer is back as it was before the load.") from err
+        return self
+
+    def _set_state(self, state: dict) -> None:
+        """Copy a checked state into the trainer: in place where the rollout and CUDA
+        graphs hold the tensors (store arrays, weights), set otherwise."""
+        for name, learner in self.learners.items():
+            learner.load_state_dict(state["learners"][name])
+        self.acting.load_state_dict(state["acting"])
+        for name, array in state["store"].items():
+            self.wrapper.store[name].copy_(array)
+        self.rollout.stats.load_state_dict(state["stats"])
+        self.generator.set_state(state["generator"])
+        torch.set_rng_state(state["torch_rng"])
+        self.iteration, self.env_steps = state["iteration"], state["env_steps"]
+        self.history = [dict(row) for row in state["history"]]
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path, gpu: bool | None = None) -> Trainer:
+        """A trainer built from the config a checkpoint holds, and loaded from it."""
+        state = read_checkpoint(path)
+        if not isinstance(state.get("config"), dict):
+            raise TrainError(f"{path} holds no run config: it is not a whole wd-teach "
+                             "training checkpoint.")
+        return cls(state["config"], gpu=gpu).load_state_dict(state, where=str(path))
+
+    def _check_compatible(self, state: dict, path) -> None:
+        """Refuse a state that does not fit this trainer, before anything is changed: its
+        parts, env, policies, algorithm, store arrays, and the layout (names, shapes,
+        dtypes) of every learner's, the acting's, the statistics' and the RNGs' tensors."""
+        missing = [part for part in STATE_PARTS if part not in state]
+        if missing:
+            raise TrainError(f"{path} lacks {', '.join(missing)}: it is not a whole wd-teach "
+                             "training checkpoint.")
+        mine, theirs = self.config.env.name, state["env"]
+        if theirs != mine:
+            raise TrainError(f"{path} is a checkpoint of {theirs!r}, but this trainer runs "
+                             f"{mine!r}. Load it into a trainer of {theirs!r} "
+                             "(Trainer.from_checkpoint builds one from the checkpoint).")
+        groups = {g.name: list(g.agents) for g in self.groups}
+        if state["groups"] != groups:
+            raise TrainError(f"{path} holds policies {_describe(state['groups'])}, this trainer "
+                             f"has {_describe(groups)}: the same policies over the same "
+                             "agents are needed to go on.")
+        algorithm = state["config"]["algorithm"]["name"]
+        if algorithm != self.config.algorithm_name:
+            raise TrainError(f"{path} was trained with {algorithm}, this trainer runs "
+                             f"{self.config.algorithm_name}.")
+        self._check_store(state["store"], path)
+        for name in ("iteration", "env_steps"):
+            if not isinstance(state[name], int) or state[name] < 0:
+                raise TrainError(f"{path}: {name} is {state[name]!r}, not a count.")
+        if not isinstance(state["history"], list):
+            raise TrainError(f"{path}: the history is not a list of rows.")
+        mine_now = self.state_dict()
+        if set(state["learners"]) != set(self.learners):
+            raise TrainError(f"{path} has learners for {sorted(state['learners'])}, this "
+                             f"trainer for {sorted(self.learners)}.")
+        for name, learner in self.learners.items():
+            for part, value in mine_now["learners"][name].items():
+                key = f"learners.{name}.{part}"
+                theirs = state["learners"][name].get(part)
+                if part in learner.optimizer_names:
+                    _check_optimizer(getattr(learner, part), theirs, key, path)
+                else:
+                    _check_same_layout(value, theirs, key, path)
+        for part in ("acting", "stats", "generator", "torch_rng"):
+            _check_same_layout(mine_now[part], state[part], part, path)
+
+    def _check_store(self, arrays: dict, path) -> None:
+        """Every array of this trainer's store, and no other, of the same shape and dtype:
+        a checkpoint that lacks one would leave that part of the env as it is now."""
+        store = self.wrapper.store
+        wanted = {n for n in store.names if not n.endswith("_pristine")}
+        missing, extra = sorted(wanted - set(arrays)), sorted(set(arrays) - wanted)
+        if missing:
+            raise TrainError(f"{path} lacks the store array(s) {', '.join(missing)} that this "
+                             "trainer's env has: the checkpoint is incomplete or of another "
+                             "env version.")
+        if extra:
+            raise TrainError(f"{path} holds store array(s) {', '.join(extra)} that this "
+                             "trainer's env does not have: it is of another env or env "
+                             "version.")
+        for name in sorted(wanted):
+            array, have = arrays[name], store[name]
+            if not isinstance(array, torch.Tensor) or tuple(array.shape) != tuple(have.shape):
+                shape = tuple(array.shape) if isinstance(array, torch.Tensor) else "no tensor"
+                raise TrainError(f"{path} holds {name!r} of shape {shape}, this trainer "
+                                 f"{tuple(have.shape)}: the env's sizes differ (env.num_envs "
+                                 "or env.params).")
+            if array.dtype != have.dtype:
+                raise TrainError(f"{path} holds {name!r} as {array.dtype}, this trainer's "
+                                 f"store as {have.dtype}.")
+
+    def __repr__(self) -> str:
+        groups = ", ".join(f"{g.name} ({g.size} agents)" for g in self.groups)
+        return (f"Trainer({self.config.env.name}, {self.config.algorithm_name}, "
+                f"{self.wrapper.num_envs} envs on {self.backend}, policies: {groups}, "
+                f"iteration {self.iteration})")
+
+
+@dataclass
+class Evaluation:
+    """What `Trainer.evaluate` found: per-group mean returns over each env's first
+    episode (`metrics`, keys as in the history), and the recorded frames of env 0."""
+
+    metrics: dict[str, float]
+    frames: dict[str, np.ndarray] = field(default_factory=dict)
+    num_envs: int = 0
+    greedy: bool = True
+    random: tuple[str, ...] = ()
+
+
+def _check_same_layout(mine, theirs, key: str, path) -> None:
+    """`theirs` has the layout of `mine`: the same dict keys and list lengths, tensors of
+    the same shape and dtype, other values of the same type. The message names the key."""
+    if isinstance(mine, torch.Tensor):
+        if not isinstance(theirs, torch.Tensor):
+            raise TrainError(f"{path}: {key} is {type(theirs).__name__}, a tensor is needed.")
+        if tuple(theirs.shape) != tuple(mine.shape) or theirs.dtype != mine.dtype:
+            raise TrainError(f"{path}: {key} is {tuple(theirs.shape)} {theirs.dtype}, this "
+                             f"trainer's {tuple(mine.shape)} {mine.dtype}{_hint(key)}.")
+    elif isinstance(mine, dict):
+        if not isinstance(theirs, dict):
+            raise TrainError(f"{path}: {key} is {type(theirs).__name__}, a dict is needed.")
+        lacks, extra = set(mine) - set(theirs), set(theirs) - set(mine)
+        if lacks or extra:
+            raise TrainError(f"{path}: {key} does not fit this trainer's: it lacks "
+                             f"{_names(lacks)} and has {_names(extra)} besides{_hint(key)}.")
+        for k, value in mine.items():
+            _check_same_layout(value, theirs[k], f"{key}.{k}", path)
+    elif isinstance(mine, (list, tuple)):
+        if not isinstance(theirs, (list, tuple)) or len(theirs) != len(mine):
+            raise TrainError(f"{path}: {key} does not have this trainer's {len(mine)} "
+                             "entries.")
+        for i, (value, other) in enumerate(zip(mine, theirs, strict=True)):
+            _check_same_layout(value, other, f"{key}.{i}", path)
+    elif mine is not None and type(theirs) is not type(mine):
+        raise TrainError(f"{path}: {key} is {theirs!r}, this trainer's is a "
+                         f"{type(mine).__name__}.")
+
+
+def _check_optimizer(optimizer: torch.optim.Optimizer, theirs, key: str, path) -> None:
+    """An optimiser state that fits: as many parameter groups and parameters, and per
+    parameter, moments of that parameter's shape. (A fresh optimiser has no moments yet,
+    so they are compared with the parameters, not with this optimiser's state.)"""
+    if not isinstance(theirs, dict) or not {"state", "param_groups"} <= set(theirs):
+        raise TrainError(f"{path}: {key} is not an optimiser state.")
+    groups = optimizer.param_groups
+    if [len(g["params"]) for g in theirs["param_groups"]] != [len(g["params"]) for g in groups]:
+        raise TrainError(f"{path}: {key} optimises other parameters than this trainer's "
+                         f"{_hint(key)}.")
+    params = dict(zip([i for g in theirs["param_groups"] for i in g["params"]],
+                      [p for g in groups for p in g["params"]], strict=True))
+    for index, moments in theirs["state"].items():
+        if index not in params:
+            raise TrainError(f"{path}: {key} has state for a parameter {index!r} it does not "
+                             "optimise.")
+        for name, value in moments.items():
+            if isinstance(value, torch.Tensor) and value.dim() and value.shape != params[
+                    index].shape:
+                raise TrainError(f"{path}: {key}.state.{index}.{name} is "
+                                 f"{tuple(value.shape)}, its parameter "
+                                 f"{tuple(params[index].shape)}{_hint(key)}.")
+
+
+def _hint(key: str) -> str:
+    """Why a learner's layout may differ: the usual cause, said after the facts."""
+    if key.startswith("learners."):
+        name = key.split(".")[1]
+        return (f": the policy {name!r} differs (policies.{name}.hidden or the algorithm's "
+                "settings)")
+    return ""
+
+
+def _names(keys: set) -> str:
+    """A few names for a message, or 'nothing'."""
+    shown = sorted(map(str, keys))
+    return ", ".join(shown[:6]) + (", ..." if len(shown) > 6 else "") if shown else "nothing"
+
+
+def _describe(groups: dict) -> str:
+    return ", ".join(f"{name} ({len(agents)} agents)" for name, agents in groups.items())
