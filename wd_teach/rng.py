@@ -27,8 +27,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from wd_teach.cuda_c import INCLUDE_DIR
 from wd_teach.errors import SamplerError
 
+#: The CUDA C twin of this module, included by the kernels that draw (Numba: rng_numba.py).
+CUDA_C_PATH = INCLUDE_DIR / "rng.cuh"
 #: Philox's two multipliers and the two constants its key grows by between rounds
 #: (the golden ratio and sqrt(3) - 1, as 32-bit fractions).
 PHILOX_M0 = 0xD2511F53
