@@ -71,3 +71,8 @@ class TrainError(WdTeachError, ValueError):
 class BenchError(WdTeachError, ValueError):
     """A throughput benchmark or an auto-scaling that cannot run as asked: an unknown
     measurement, counts that are not positive, or a GPU on which not even one env fits."""
+
+
+class ShowError(WdTeachError, LookupError):
+    """Code a notebook shows cannot be found by its name: a CUDA C function not in the source,
+    or an object with no Python source. The message lists the names that are there."""

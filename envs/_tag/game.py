@@ -33,6 +33,8 @@ from wd_teach_envs._tag.tag_numba import MAX_NEAREST
 TAG_FOLDER = Path(__file__).parent
 #: The shared catch kernel, in CUDA C (its Numba twin is tag_catch in tag_numba.py).
 TAG_CU = TAG_FOLDER / "tag.cu"
+#: What both games' CUDA C share, #included by their step.cu (its Numba twin: tag_numba.py).
+TAG_CUH = TAG_FOLDER / "tag.cuh"
 #: When a benchmark sizes a game by its number of agents: runners per tagger, and the most
 #: neighbours each agent sees (the benchmark game: 10 taggers, 100 runners, 10 nearest).
 RUNNERS_PER_TAGGER = 10

@@ -25,10 +25,14 @@ The key is the seed: its low and high 32 bits.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from wd_teach.errors import SamplerError
 
+#: The CUDA C twin of this module, included by the kernels that draw (Numba: rng_numba.py).
+CUDA_C_PATH = Path(__file__).parent / "kernels.cuh"
 #: Philox's two multipliers and the two constants its key grows by between rounds
 #: (the golden ratio and sqrt(3) - 1, as 32-bit fractions).
 PHILOX_M0 = 0xD2511F53
