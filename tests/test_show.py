@@ -7,10 +7,12 @@ import textwrap
 
 import pytest
 
-from wd_teach import rng, rng_numba, sampler
 from wd_teach.errors import ShowError, WdTeachError
-from wd_teach.rollout import Rollout
+from wd_teach.rng import kernels_numba as rng_numba
+from wd_teach.rng import reference as rng
+from wd_teach.sampler import sampler
 from wd_teach.show import cuda_function, python_function
+from wd_teach.train.rollout import Rollout
 
 SOURCE = r"""#include "wd_teach.cuh"
 #define OPEN_BRACE {  // a brace in a preprocessor line is not code
@@ -71,7 +73,7 @@ def test_a_cuda_name_not_there_is_an_error_that_lists_the_names_there():
     assert "'brace'" in message
     assert "half, braces, copy_one, last" in message  # plain C and prototypes are not listed
     assert isinstance(caught.value, WdTeachError)
-    with pytest.raises(ShowError, match="sampler.cu.*draw_from_cdf, most_probable"):
+    with pytest.raises(ShowError, match="kernels.cu.*draw_from_cdf, most_probable"):
         cuda_function(sampler.CUDA_C_PATH, "no_such_kernel")
 
 

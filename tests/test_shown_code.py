@@ -126,8 +126,8 @@ def _notebook(*cells: tuple[str, str]) -> dict:
     return {"cells": [{"cell_type": kind, "source": [source]} for kind, source in cells]}
 
 
-IMPORTS = ("code", "from wd_teach.sampler import CUDA_C_PATH\n"
-                   "from wd_teach.rollout import Rollout\n"
+IMPORTS = ("code", "from wd_teach.sampler.sampler import CUDA_C_PATH\n"
+                   "from wd_teach.train.rollout import Rollout\n"
                    "from wd_teach.show import cuda_function, python_function")
 
 
