@@ -38,6 +38,9 @@ class LessonSizes:
     animation_taggers: int = 5
     animation_runners: int = 50
     animation_frames: int = 100
+    #: Envs of a consistency check that runs the NumPy reference beside the kernels (06):
+    #: many blocks on a GPU, without waiting a minute for NumPy's nearest-neighbour search.
+    consistency_envs: int = 200
     #: Env steps that a throughput measurement times (05, 06).
     timed_steps: int = 50
     #: Training (07, 08): CartPole iterations, and the Tag game trained for the animation.
@@ -64,7 +67,8 @@ class LessonSizes:
 GPU_SIZES = LessonSizes(num_envs=2_000, num_agents=256, episode_length=100, num_actions=10,
                         num_heads=2, sample_launches=10, tag_taggers=10, tag_runners=100,
                         tag_nearest=10, animation_taggers=5, animation_runners=50,
-                        animation_frames=120, timed_steps=100, train_iterations=50,
+                        animation_frames=120, consistency_envs=200, timed_steps=100,
+                        train_iterations=50,
                         tag_train_envs=100, tag_train_iterations=200, lightning_iterations=20,
                         bench_envs=(1, 10, 100, 1_000, 10_000), bench_agents=(10, 110, 1_000),
                         bench_train_envs=(100, 500))
@@ -72,7 +76,8 @@ GPU_SIZES = LessonSizes(num_envs=2_000, num_agents=256, episode_length=100, num_
 CPU_SIZES = LessonSizes(num_envs=3, num_agents=4, episode_length=5, num_actions=3,
                         num_heads=2, sample_launches=60, tag_taggers=2, tag_runners=5,
                         tag_nearest=3, animation_taggers=3, animation_runners=24,
-                        animation_frames=40, timed_steps=2, train_iterations=12,
+                        animation_frames=40, consistency_envs=3, timed_steps=2,
+                        train_iterations=12,
                         tag_train_envs=4, tag_train_iterations=15, lightning_iterations=5,
                         bench_envs=(1, 3), bench_agents=(4, 7), bench_train_envs=(2, 4))
 
