@@ -72,7 +72,7 @@ for name in ("tests", "notebooks-pycuda", "notebooks-numba"):
     rc = int((out / f"{name}.rc").read_text())
     seconds = int((out / f"{name}.seconds").read_text())
     try:
-        suites = ET.parse(out / f"{name}.xml").getroot().iter("testsuite")
+        suites = list(ET.parse(out / f"{name}.xml").getroot().iter("testsuite"))
         n = {k: sum(int(s.get(k, 0)) for s in suites)
              for k in ("tests", "failures", "errors", "skipped")}
     except (OSError, ET.ParseError):

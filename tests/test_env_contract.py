@@ -12,7 +12,8 @@ from wd_teach.errors import EnvError
 from wd_teach_envs.cartpole import CartPole
 from wd_teach_envs.tag_grid import TagGrid
 
-GENERIC = ["trainer.py", "rollout.py", "metrics.py", "report.py", "bench.py"]
+GENERIC = ["train/trainer.py", "train/rollout.py", "train/metrics.py", "train/report.py",
+           "scale/bench.py"]
 WD_TEACH = Path(__file__).resolve().parents[1] / "wd_teach"
 
 

@@ -88,24 +88,28 @@ def _demo(args: argparse.Namespace) -> int:
 def _train(args: argparse.Namespace) -> int:
     """A new run, or with --resume one that goes on. Every refusal comes before anything
     is written, and a folder that holds a run is never overwritten unless --force."""
+    from wd_teach.train.config import load_config
     from wd_teach.train.runs import check_run_folder
     from wd_teach.train.trainer import Trainer
 
     _check_iterations(args.iterations)
     if args.resume:
         return _resume(args)
-    # runs/<the env folder's name>: an env given as a path must not put its runs in itself
-    out = Path(args.out or Path("runs") / Path(args.env).name)
-    check_run_folder(out, args.env, force=args.force)
     overrides: dict = {}
     if args.backend:
         overrides.setdefault("env", {})["backend"] = args.backend
+    if args.seed is not None:
+        overrides.setdefault("trainer", {})["seed"] = args.seed
+    # Bad input first: the config is checked before the folder is looked at or the GPU used.
+    load_config(args.config or args.env, overrides={"env": {"name": args.env}, **overrides},
+                sets=args.set)
+    # runs/<the env folder's name>: an env given as a path must not put its runs in itself
+    out = Path(args.out or Path("runs") / Path(args.env).name)
+    check_run_folder(out, args.env, force=args.force)
     if args.envs == "auto":
         args.envs = _auto_envs(args)
     if args.envs is not None:
         overrides.setdefault("env", {})["num_envs"] = args.envs
-    if args.seed is not None:
-        overrides.setdefault("trainer", {})["seed"] = args.seed
     if args.gpus != 1:
         return _train_data_parallel(args, overrides, out)
     trainer = Trainer(args.config or args.env, overrides={"env": {"name": args.env},

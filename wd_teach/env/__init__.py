@@ -233,9 +233,11 @@ class Env:
         return [*self.shared_cuda, self.folder / "step.cu"]
 
     def include_dirs(self) -> list[Path]:
-        """Where nvcc finds the headers of cuda_sources(): this env's folder and the folders
-        of its shared kernels (wd_teach's own headers are always found)."""
-        return list(dict.fromkeys([self.folder, *(Path(p).parent for p in self.shared_cuda)]))
+        """Where nvcc finds the headers of cuda_sources(): the folder of each source given as
+        a file (this env's, its shared kernels'); none for CUDA C given as text, as an env
+        made in a notebook gives it (wd_teach's own headers are always found)."""
+        files = [Path(s) for s in self.cuda_sources() if isinstance(s, Path)]
+        return list(dict.fromkeys(f.parent for f in files))
 
     def numba_kernels(self):
         """What the Numba backend loads: the module step_numba.py beside env.py."""
