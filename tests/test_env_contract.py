@@ -48,3 +48,16 @@ def test_every_shipped_env_answers_the_contract():
         for agents in env.agent_roles().values():
             assert all(0 <= a < env.num_agents for a in agents)
         assert env.params_for_agents(env.num_agents) == {}
+
+
+def test_include_folders_come_from_the_sources_given_as_files():
+    """PyCUDA searches an env's folder and its shared kernels' for #includes; an env made
+    in a notebook gives its CUDA C as text and has no folder, which is no error."""
+    from wd_teach.exercises.lesson_05 import ParkingLine
+    from wd_teach_envs.tag_continuous import TagContinuous
+
+    tag = TagContinuous()
+    assert tag.include_dirs() == [find_env("tag_continuous").folder.parent / "_tag",
+                                  tag.folder]
+    notebook_env = ParkingLine(cuda_c_source='extern "C" __global__ void parking_step() {}')
+    assert notebook_env.include_dirs() == []
