@@ -104,3 +104,16 @@ def test_demo_command_checks_every_backend_against_numpy(capsys):
 def test_demo_with_unavailable_backend_fails_cleanly(capsys):
     assert main(["demo", "--backend", "pycuda"]) == 2
     assert "runs CUDA C on an NVIDIA GPU" in capsys.readouterr().err
+
+
+def test_backend_names_come_from_one_list():
+    """The wrapper, the configs, the bench and the command line take the one list."""
+    from wd_teach.cli import main  # noqa: F401  (imports the parser's choices)
+    from wd_teach.device import ENV_BACKENDS, NUMPY
+    from wd_teach.env import wrapper
+    from wd_teach.scale import bench
+    from wd_teach.train import config
+
+    assert ENV_BACKENDS == (*wd_teach.BACKENDS, NUMPY)
+    assert bench.ALL_BACKENDS is config.BACKEND_NAMES is ENV_BACKENDS
+    assert wrapper.NUMPY is NUMPY

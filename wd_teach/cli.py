@@ -25,7 +25,7 @@ from pathlib import Path
 
 # Only what every command needs: the rest is imported inside each command, so that
 # `wd-teach doctor` runs on a machine that lacks the very pieces it is there to report.
-from wd_teach.device import BACKENDS
+from wd_teach.device import BACKENDS, ENV_BACKENDS
 from wd_teach.errors import WdTeachError
 
 
@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     demo.set_defaults(run=_demo)
     train = commands.add_parser("train", help="train policies on an environment")
     train.add_argument("env", help=_env_help("the env to train"))
-    train.add_argument("--backend", choices=["pycuda", "numba", "numpy"],
+    train.add_argument("--backend", choices=ENV_BACKENDS,
                        help="default: PyCUDA or Numba on a GPU, the NumPy env on a CPU")
     train.add_argument("--envs", type=_envs_count, metavar="N|auto",
                        help="environments stepped together; auto: as many as fit the GPU")

@@ -23,6 +23,11 @@ from wd_teach._simulator import numba_import_error, simulator_on
 from wd_teach.errors import MissingPieceError
 
 BACKENDS = ("pycuda", "numba")
+#: The NumPy reference: an env's step without kernels, on the CPU (not a kernel backend).
+NUMPY = "numpy"
+#: Every backend an env can be stepped on: the kernel backends and the NumPy reference. The
+#: one list of backend names: the wrapper, the configs, the bench and the CLI take theirs here.
+ENV_BACKENDS = (*BACKENDS, NUMPY)
 NUMBA_INSTALL = 'pip install "numba-cuda>=0.30,<0.31"'
 
 #: numba-cuda 0.30.x cannot compile kernels under numpy 2.5 or newer.

@@ -22,15 +22,13 @@ import torch
 from gymnasium import spaces
 
 from wd_teach.data import DataStore
-from wd_teach.device import choose_backend, default_device
+from wd_teach.device import NUMPY, choose_backend, default_device
 from wd_teach.env import ACTIONS, DONE, OBS, REWARDS, TIMESTEP, Env
 from wd_teach.errors import EnvError, TooLargeError
 from wd_teach.launch import MAX_THREADS_PER_BLOCK, KernelLauncher, launch_geometry
 from wd_teach.reset.reset import Resetter
 
-NUMPY = "numpy"
 #: Every backend a wrapper can run: the two kernel backends and the NumPy reference.
-ENV_BACKENDS = ("pycuda", "numba", NUMPY)
 INT32_MAX = np.iinfo(np.int32).max
 
 

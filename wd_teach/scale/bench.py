@@ -43,7 +43,14 @@ from pathlib import Path
 
 import torch
 
-from wd_teach.device import BACKENDS, choose_backend, discover, gpu_available
+from wd_teach.device import (
+    BACKENDS,
+    ENV_BACKENDS,
+    NUMPY,
+    choose_backend,
+    discover,
+    gpu_available,
+)
 from wd_teach.errors import BenchError, EnvError
 from wd_teach.scale.autoscale import out_of_memory, release_gpu_memory
 from wd_teach.sizes import lesson_sizes
@@ -51,8 +58,7 @@ from wd_teach.train.config import TrainConfig, load_config, make_env
 
 #: What can be measured, in the order `all` runs them.
 WHATS = ("env", "sampler", "rollout", "train")
-NUMPY = "numpy"
-ALL_BACKENDS = (*BACKENDS, NUMPY)
+ALL_BACKENDS = ENV_BACKENDS
 #: The sampler's reference row: torch's own draw, on the same probabilities.
 MULTINOMIAL = "torch.multinomial"
 #: The JSON's format, so that a reader can tell what it holds.

@@ -34,12 +34,13 @@ from typing import Any
 
 import yaml
 
+from wd_teach.device import ENV_BACKENDS
 from wd_teach.env import Env, registry
 from wd_teach.errors import ConfigError, EnvError
 from wd_teach.ranges import SEED_LIMIT, require_number, require_whole
 from wd_teach.train.speed import PRECISIONS
 
-BACKEND_NAMES = ("pycuda", "numba", "numpy")
+BACKEND_NAMES = ENV_BACKENDS
 SECTIONS = ("env", "policies", "algorithm", "trainer")
 #: Counts that kernels and the store hold as int32 stay below this.
 INT32_LIMIT = 2**31
