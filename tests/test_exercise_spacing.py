@@ -239,7 +239,8 @@ def test_a_return_before_the_barrier_does_not_hang_the_simulator():
 def test_spacing_step_rejects_cuda_c_without_a_barrier_or_that_does_not_bind(source, hint,
                                                                                capsys):
     if "pycuda" in wd_teach.discover().backends and "barrier" not in hint:
-        pytest.skip("with PyCUDA the CUDA C half runs instead; tests/gpu covers it")
+        pytest.skip("checks the no-GPU path (bind and compile only); with PyCUDA here the "
+                    "checker runs the CUDA C instead")
     assert not lesson_05.check_spacing_step(spacing_step, source, "numba")
     assert hint in capsys.readouterr().out
 
@@ -247,7 +248,8 @@ def test_spacing_step_rejects_cuda_c_without_a_barrier_or_that_does_not_bind(sou
 @pytest.mark.skipif(nvcc_path() is None, reason="nvcc is not on this machine")
 def test_spacing_step_rejects_cuda_c_that_does_not_compile(capsys):
     if "pycuda" in wd_teach.discover().backends:
-        pytest.skip("with PyCUDA the CUDA C half runs instead")
+        pytest.skip("checks the no-GPU path (compile only); with PyCUDA here the checker "
+                    "runs the CUDA C instead")
     source = SPACING_CU.replace("const float offset = pos[nearest] - pos[i];",
                                 "const float offset = pos[nearest] - x;")
     assert not lesson_05.check_spacing_step(spacing_step, source, "numba")

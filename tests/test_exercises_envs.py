@@ -120,7 +120,8 @@ def test_parking_step_rejects_a_wrong_numba_kernel(kernel, hint, backend, capsys
 ])
 def test_parking_step_rejects_cuda_c_that_does_not_bind(source, hint, capsys):
     if "pycuda" in wd_teach.discover().backends:
-        pytest.skip("with PyCUDA the CUDA C half runs instead; tests/gpu covers it")
+        pytest.skip("checks the no-GPU path (bind and compile only); with PyCUDA here the "
+                    "checker runs the CUDA C instead")
     assert not lesson_05.check_parking_step(make_parking_step(), source, "numba")
     assert hint in capsys.readouterr().out
 
@@ -128,7 +129,8 @@ def test_parking_step_rejects_cuda_c_that_does_not_bind(source, hint, capsys):
 @pytest.mark.skipif(nvcc_path() is None, reason="nvcc is not on this machine")
 def test_parking_step_rejects_cuda_c_that_does_not_compile(capsys):
     if "pycuda" in wd_teach.discover().backends:
-        pytest.skip("with PyCUDA the CUDA C half runs instead")
+        pytest.skip("checks the no-GPU path (compile only); with PyCUDA here the checker "
+                    "runs the CUDA C instead")
     source = PARKING_CU.replace("fabsf(goal[env] - pos[i])", "fabsf(goal[env] - x)")
     assert not lesson_05.check_parking_step(make_parking_step(), source, "numba")
     assert 'identifier "x" is undefined' in capsys.readouterr().out

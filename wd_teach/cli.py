@@ -100,21 +100,19 @@ def _train(args: argparse.Namespace) -> int:
         overrides.setdefault("env", {})["backend"] = args.backend
     if args.seed is not None:
         overrides.setdefault("trainer", {})["seed"] = args.seed
+    if isinstance(args.envs, int):
+        overrides.setdefault("env", {})["num_envs"] = args.envs
     # Bad input first: the config is checked before the folder is looked at or the GPU used.
-    load_config(args.config or args.env, overrides={"env": {"name": args.env}, **overrides},
-                sets=args.set)
+    config = load_config(args.config or args.env,
+                         overrides={"env": {"name": args.env}, **overrides}, sets=args.set)
     # runs/<the env folder's name>: an env given as a path must not put its runs in itself
     out = Path(args.out or Path("runs") / Path(args.env).name)
     check_run_folder(out, args.env, force=args.force)
     if args.envs == "auto":
-        args.envs = _auto_envs(args)
-    if args.envs is not None:
-        overrides.setdefault("env", {})["num_envs"] = args.envs
+        config = load_config(config, overrides={"env": {"num_envs": _auto_envs(args)}})
     if args.gpus != 1:
-        return _train_data_parallel(args, overrides, out)
-    trainer = Trainer(args.config or args.env, overrides={"env": {"name": args.env},
-                                                           **overrides}, sets=args.set)
-    return _train_into(trainer, out, args)
+        return _train_data_parallel(args, config, out)
+    return _train_into(Trainer(config), out, args)
 
 
 def _resume(args: argparse.Namespace) -> int:
@@ -202,16 +200,13 @@ def _train_into(trainer, out: Path, args: argparse.Namespace) -> int:
     return 0
 
 
-def _train_data_parallel(args: argparse.Namespace, overrides: dict, out: Path) -> int:
+def _train_data_parallel(args: argparse.Namespace, config, out: Path) -> int:
     """--gpus N: N processes, one GPU each (wd_teach.scale.distributed); rank 0 writes."""
     from wd_teach.files import write_text
     from wd_teach.scale.distributed import check_world_size, train_data_parallel
-    from wd_teach.train.config import load_config
     from wd_teach.train.runs import clear_run_folder
 
     check_world_size(args.gpus, gpu=True)
-    config = load_config(args.config or args.env, overrides={"env": {"name": args.env},
-                                                              **overrides}, sets=args.set)
     if args.force:
         clear_run_folder(out)
     write_text(out / "config.yaml", config.to_yaml())

@@ -15,6 +15,7 @@ the policy, every optimiser and whatever `extra_state()` adds (DDPG: targets, re
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass
 
 import torch
@@ -52,8 +53,9 @@ class LearnerOptions:
     chunk_samples: int = 1 << 20  # samples per forward/backward part (chunked_update)
 
 
-class LearnerBase:
-    """One policy group's learner: its network, its optimisers, its update."""
+class LearnerBase(abc.ABC):
+    """One policy group's learner: its network, its optimisers, its update (which every
+    algorithm writes: a learner without one cannot be made)."""
 
     #: The optimisers it steps, by attribute name (Lightning drives them from outside).
     optimizer_names: tuple[str, ...] = ("optimizer",)
@@ -71,9 +73,9 @@ class LearnerBase:
         return torch.optim.Adam(parameters, lr=lr, capturable=self.options.capturable,
                                 **settings)
 
+    @abc.abstractmethod
     def update(self, batch) -> dict[str, torch.Tensor]:
         """Gradient steps from one rollout's batch; the losses, as device tensors."""
-        raise NotImplementedError
 
     def optimizers(self) -> dict[str, torch.optim.Optimizer]:
         return {name: getattr(self, name) for name in self.optimizer_names}
@@ -82,8 +84,8 @@ class LearnerBase:
         """What else a checkpoint must hold to go on exactly (none by default)."""
         return {}
 
-    def load_extra_state(self, state: dict) -> None:
-        """Put back what `extra_state` returned."""
+    def load_extra_state(self, state: dict) -> None:  # noqa: B027 (a hook, empty by default)
+        """Put back what `extra_state` returned (nothing by default)."""
 
     def state_dict(self) -> dict:
         optimizers = {name: opt.state_dict() for name, opt in self.optimizers().items()}
