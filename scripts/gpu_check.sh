@@ -6,17 +6,18 @@
 #   GPU_CHECK_WORKERS=4 bash scripts/gpu_check.sh
 #   bash scripts/gpu_check.sh -k speed       # extra arguments go to the tests' pytest
 #
-# Three parts run at once on the one GPU, as workshop seats share one: the test suite
+# Five parts run at once on the one GPU, as workshop seats share one: the test suite
 # (spread over GPU_CHECK_WORKERS processes with pytest-xdist where it is installed), and the
-# notebooks under WD_TEACH_BACKEND=pycuda and =numba. Logs and JUnit XML go to
-# $GPU_CHECK_OUT (default artifacts/gpu_check). Each part is interrupted after
-# GPU_CHECK_TIMEOUT seconds (default 570; pytest then still writes what it found) and counts
-# as failed. Exit status 0 only if every part passed.
+# notebooks under WD_TEACH_BACKEND=pycuda and =numba, each backend's notebooks in two halves
+# of about equal time (00-06 with 08, and 07 with 09: about 250 s each on an H100 beside the
+# tests). Logs and JUnit XML go to $GPU_CHECK_OUT (default artifacts/gpu_check). Each part is
+# interrupted after GPU_CHECK_TIMEOUT seconds (default 540; pytest then still writes what it
+# found) and counts as failed. Exit status 0 only if every part passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${GPU_CHECK_OUT:-artifacts/gpu_check}"
 workers="${GPU_CHECK_WORKERS:-6}"
-seconds="${GPU_CHECK_TIMEOUT:-570}"
+seconds="${GPU_CHECK_TIMEOUT:-540}"
 extra=("$@")
 mkdir -p "$out"
 
@@ -31,9 +32,9 @@ python -c "import pycuda" 2>/dev/null || {
   exit 2
 }
 
-# Eight processes share the machine's cores: each gets its share of torch/OpenMP threads,
+# Ten processes share the machine's cores: each gets its share of torch/OpenMP threads,
 # or every process spins up one per core and the CPU-side work of all slows to a crawl.
-parts=$(( workers + 2 ))
+parts=$(( workers + 4 ))
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$(( $(nproc) / parts > 0 ? $(nproc) / parts : 1 ))}"
 spread=()
 python -c "import xdist" 2>/dev/null && spread=(-n "$workers")
@@ -51,10 +52,14 @@ part() {  # part NAME ENV... -- pytest args: run pytest, log, and time it
 
 part tests WD_TEACH_GPU_CHECK=1 python -m pytest tests -q "${spread[@]}" "${limit[@]}" \
   "${extra[@]}" &
-part notebooks-pycuda WD_TEACH_BACKEND=pycuda python -m pytest notebooks -q \
-  --nbval-lax --nbval-current-env "${limit[@]}" &
-part notebooks-numba WD_TEACH_BACKEND=numba python -m pytest notebooks -q \
-  --nbval-lax --nbval-current-env "${limit[@]}" &
+halves=("notebooks/0[0-6]_*.ipynb notebooks/08_*.ipynb" "notebooks/07_*.ipynb notebooks/09_*.ipynb")
+for backend in pycuda numba; do
+  for half in 1 2; do
+    # shellcheck disable=SC2086  # the glob is meant to expand
+    part "notebooks-$backend-$half" WD_TEACH_BACKEND=$backend python -m pytest ${halves[half-1]} \
+      -q --nbval-lax --nbval-current-env "${limit[@]}" &
+  done
+done
 wait
 
 python - "$out" <<'PY'
@@ -66,9 +71,10 @@ import torch
 
 out = Path(sys.argv[1])
 print(f"\nGPU check on {torch.cuda.get_device_name(0)} (torch {torch.__version__})")
-print(f"{'part':<18} {'passed':>7} {'failed':>7} {'errors':>7} {'skipped':>8} {'seconds':>8}")
+print(f"{'part':<20} {'passed':>7} {'failed':>7} {'errors':>7} {'skipped':>8} {'seconds':>8}")
 ok = True
-for name in ("tests", "notebooks-pycuda", "notebooks-numba"):
+names = ["tests"] + [f"notebooks-{b}-{h}" for b in ("pycuda", "numba") for h in (1, 2)]
+for name in names:
     rc = int((out / f"{name}.rc").read_text())
     seconds = int((out / f"{name}.seconds").read_text())
     try:
@@ -79,7 +85,7 @@ for name in ("tests", "notebooks-pycuda", "notebooks-numba"):
         n = {"tests": 0, "failures": 0, "errors": 1, "skipped": 0}
     passed = n["tests"] - n["failures"] - n["errors"] - n["skipped"]
     ok &= rc == 0 and n["failures"] == n["errors"] == 0
-    print(f"{name:<18} {passed:>7} {n['failures']:>7} {n['errors']:>7} {n['skipped']:>8} "
+    print(f"{name:<20} {passed:>7} {n['failures']:>7} {n['errors']:>7} {n['skipped']:>8} "
           f"{seconds:>8}")
 print("GPU CHECK " + ("PASSED" if ok else f"FAILED: see {out}/*.log"))
 sys.exit(0 if ok else 1)

@@ -198,7 +198,7 @@ CASES = [
      SamplerError, r"tolerance must be a positive number, got nan"),
     ("sampler: a second sampler", lambda: Sampler(sampler().store, 3, backend="numba"),
      SamplerError, r"the store already has 'probs'"),
-    ("sampler: numpy probabilities", lambda: sampler().sample(probs().numpy()), SamplerError,
+    ("sampler: numpy probabilities", lambda: sampler().sample(probs().cpu().numpy()), SamplerError,
      r"probabilities must be a torch tensor"),
     ("sampler: float64 probabilities", lambda: sampler().sample(probs().double()),
      SamplerError, r"probabilities are torch.float64; the kernel reads float32"),
