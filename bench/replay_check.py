@@ -24,9 +24,15 @@ SMALL_TAG = ["env.num_envs=16", "env.params.num_taggers=3", "env.params.num_runn
              "policies.taggers.hidden=[64, 64]", "policies.runners.hidden=[64, 64]"]
 
 
-def compare(backend: str, precision: str, iterations: int, seed: int) -> list[dict]:
+#: Tag's own learner (A2C), or PPO with epochs of shuffled minibatches.
+ALGORITHMS = {"a2c": [], "ppo": ["algorithm.name=ppo", "algorithm.epochs=2",
+                                 "algorithm.num_minibatches=4"]}
+
+
+def compare(backend: str, precision: str, iterations: int, seed: int,
+            algorithm: str = "a2c") -> list[dict]:
     sets = [f"env.backend={backend}", f"trainer.precision={precision}",
-            f"trainer.seed={seed}", *SMALL_TAG]
+            f"trainer.seed={seed}", *SMALL_TAG, *ALGORITHMS[algorithm]]
     graphed = Trainer("tag_continuous", gpu=True, sets=sets)
     eager = Trainer("tag_continuous", gpu=True, sets=[*sets, "trainer.cuda_graphs=false"])
     rows = []
@@ -50,17 +56,19 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--backend", default="pycuda")
     parser.add_argument("--precision", default="fp32")
+    parser.add_argument("--algorithm", default="a2c", choices=sorted(ALGORITHMS))
     parser.add_argument("--iterations", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=1)
     args = parser.parse_args()
     exact = 0
     for r in range(args.repeats):
-        rows = compare(args.backend, args.precision, args.iterations, seed=r)
+        rows = compare(args.backend, args.precision, args.iterations, seed=r,
+                       algorithm=args.algorithm)
         exact += all(row["actions_equal"] for row in rows)
         print(json.dumps({"backend": args.backend, "precision": args.precision, "seed": r,
                           "rows": rows}))
-    print(f"SUMMARY {args.backend} {args.precision}: {exact}/{args.repeats} runs with every "
-          f"action equal over {args.iterations} iterations")
+    print(f"SUMMARY {args.algorithm} {args.backend} {args.precision}: {exact}/{args.repeats} "
+          f"runs with every action equal over {args.iterations} iterations")
 
 
 if __name__ == "__main__":

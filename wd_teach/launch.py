@@ -93,6 +93,7 @@ class KernelLauncher:
         self._kernels: dict[str, object] = {}
         self._params: dict[str, list[str] | list[cuda_c.Param]] = {}
         self._bound: dict[tuple, tuple] = {}
+        self._direct: dict[tuple, object] = {}  # numba on a GPU: see _DirectLaunch
         if self.backend == "pycuda":
             cuda_c.require_pycuda()
 
@@ -177,11 +178,19 @@ class KernelLauncher:
             else:
                 kernel.prepared_async_call(_dim3(grid), _dim3(block), _pycuda_stream(stream),
                                            *bound)
-        elif stream == 0:
+        elif self.store.device.type != "cuda":  # the simulator
             with _simulator_turn(self.store):
                 kernel[grid, block](*bound)
         else:
-            kernel[grid, block, _numba_stream(stream)](*bound)
+            direct = self._direct.get(key)
+            if direct is None:
+                direct = self._direct[key] = _DirectLaunch.make(kernel, bound)
+            if direct:
+                direct(grid, block, stream)
+            elif stream == 0:  # a kernel the direct path does not cover: the dispatcher
+                kernel[grid, block](*bound)
+            else:
+                kernel[grid, block, _numba_stream(stream)](*bound)
 
     __call__ = launch
 
@@ -290,6 +299,66 @@ def _pycuda_stream(handle: int):
         raise LaunchError("a PyCUDA kernel was launched while torch's current stream is one "
                           "PyCUDA did not make. Launch on the default stream, or on a stream "
                           "from wd_teach.launch.kernel_stream('pycuda').")
+    return stream
+
+
+class _DirectLaunch:
+    """A Numba kernel launched without its dispatcher, on a GPU.
+
+    `kernel[grid, block, stream](*args)` types every argument, looks the compiled kernel up
+    and turns each array into its C fields (data pointer, shape, strides, ...) on every
+    call: some 100 microseconds of Python for a kernel of twenty arrays, several times the
+    kernel's own run time at workshop sizes. A launcher's arguments never change (the store
+    is frozen once a kernel is bound, so every pointer stays put), so all of that is done
+    once here, and a launch is one call into the driver, as a PyCUDA prepared call is.
+    """
+
+    __slots__ = ("kernel", "args", "configs")
+
+    def __init__(self, kernel, args: list):
+        self.kernel, self.args, self.configs = kernel, args, {}
+
+    @classmethod
+    def make(cls, dispatcher, bound: tuple):
+        """The direct launch of `dispatcher` with `bound`, or False where Numba's own path
+        must run: a debug or cooperative kernel, one sensitive to its launch geometry, or a
+        numba-cuda whose internals differ from the ones this was written for (0.30)."""
+        try:
+            argtypes = tuple(dispatcher.typeof_pyval(a) for a in bound)
+            compiled = dispatcher.compile(argtypes)
+            if (compiled.debug or compiled.cooperative
+                    or getattr(compiled, "launch_config_sensitive", False)
+                    or getattr(dispatcher, "_launch_config_sensitive", False)):
+                return False
+            args, writeback = [], []
+            for ty, value in zip(compiled.argument_types, bound, strict=True):
+                compiled._prepare_args(ty, value, 0, writeback, args)
+            if writeback:  # host arrays copied in and out on every call: not ours to skip
+                return False
+            return cls(compiled._codelibrary.get_cufunc().kernel, args)
+        except (AttributeError, TypeError, ImportError):
+            return False
+
+    def __call__(self, grid: tuple, block: tuple, stream: int) -> None:
+        from cuda.core import LaunchConfig, launch
+
+        config = self.configs.get((grid, block))
+        if config is None:
+            config = self.configs[grid, block] = LaunchConfig(grid=grid, block=block)
+        launch(_core_stream(stream), config, self.kernel, *self.args)
+
+
+_CORE_STREAMS: dict[int, object] = {}
+
+
+def _core_stream(handle: int):
+    """The cuda.core stream that launches on torch's stream `handle`."""
+    stream = _CORE_STREAMS.get(handle)
+    if stream is None:
+        from numba.cuda.cudadrv import driver
+
+        stream = _CORE_STREAMS[handle] = driver._to_core_stream(
+            _numba_stream(handle) if handle else 0)
     return stream
 
 

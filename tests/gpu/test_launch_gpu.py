@@ -6,6 +6,7 @@ import pytest
 import wd_teach
 from wd_teach import CompileError, DataStore, KernelLauncher
 from wd_teach.demo import DEMO_CUDA_C, move, reference_move
+from wd_teach.env.registry import find_env, shipped_envs
 
 BACKENDS = ["pycuda", "numba"]
 
@@ -72,3 +73,53 @@ def test_too_much_memory_is_refused_before_allocating(monkeypatch):
     with pytest.raises(wd_teach.StoreError, match="needs 0.00 GiB on the GPU but only"):
         store.push("pos", np.zeros((100, 100), np.float32))
     assert store.names == []
+
+
+# -- the direct Numba launch (wd_teach.launch._DirectLaunch) ----------------------------------
+
+
+def _short_game(env_class):
+    """The env with 5-step episodes where it has an episode length, so resets happen."""
+    try:
+        return env_class(episode_length=5)
+    except TypeError:
+        return env_class()
+
+
+def _stepped_store(env_class, direct: bool, monkeypatch, actions=None):
+    """Every array of a 50-env store after 12 steps of one set of random actions (resets
+    included), launched directly or through Numba's dispatcher; and the actions used."""
+    import torch
+
+    from wd_teach import launch as launch_module
+    from wd_teach.env.wrapper import EnvWrapper
+
+    if not direct:
+        monkeypatch.setattr(launch_module._DirectLaunch, "make",
+                            classmethod(lambda cls, dispatcher, bound: False))
+    wrapper = EnvWrapper(_short_game(env_class), 50, "numba")
+    wrapper.reset()
+    if actions is None:
+        actions = wrapper.random_actions()
+    for _ in range(12):
+        wrapper.step(actions.clone())
+    torch.cuda.synchronize()
+    if direct:  # every kernel of the env and of the reset went the direct way
+        taken = [*wrapper.launcher._direct.items(),
+                 *wrapper._resetter.launcher._direct.items()]
+        assert taken and all(d for _, d in taken), (
+            f"kernels launched through the dispatcher: {[k for k, d in taken if not d]}")
+    return {name: wrapper.store.pull(name) for name in wrapper.store.names}, actions
+
+
+@pytest.mark.parametrize("name", sorted(shipped_envs()))
+def test_direct_numba_launch_is_the_dispatchers_launch(name, monkeypatch):
+    """The launch that skips Numba's dispatcher leaves every array of every shipped env
+    exactly as the dispatcher's launch does, and it is the path actually taken."""
+    env_class = find_env(name).env_class
+    direct, actions = _stepped_store(env_class, True, monkeypatch)
+    with monkeypatch.context() as patch:
+        dispatched, _ = _stepped_store(env_class, False, patch, actions)
+    assert direct.keys() == dispatched.keys()
+    for key in direct:
+        np.testing.assert_array_equal(direct[key], dispatched[key], err_msg=key)

@@ -18,8 +18,13 @@ def tag(backend, *more):
                                                       *more])
 
 
-def replayed_and_step_by_step(backend, precision, seed=0):
-    sets = [f"trainer.precision={precision}", f"trainer.seed={seed}"]
+#: Tag's learner as configured (A2C), and PPO with epochs of shuffled minibatches.
+ALGORITHMS = {"a2c": [], "ppo": ["algorithm.name=ppo", "algorithm.epochs=2",
+                                 "algorithm.num_minibatches=4"]}
+
+
+def replayed_and_step_by_step(backend, precision, seed=0, algorithm="a2c"):
+    sets = [f"trainer.precision={precision}", f"trainer.seed={seed}", *ALGORITHMS[algorithm]]
     graphed, eager = tag(backend, *sets), tag(backend, *sets, "trainer.cuda_graphs=false")
     assert graphed.graphed == {"rollout": True, "update": True}
     assert eager.graphed == {"rollout": False, "update": False}
@@ -32,14 +37,17 @@ def weights(trainer):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("precision, seed", [("fp32", 0), ("fp32", 1), ("fp32", 2),
-                                             ("tf32", 0), ("bf16", 0)])
-def test_a_replayed_run_is_the_step_by_step_run_bit_for_bit(backend, precision, seed):
+@pytest.mark.parametrize("algorithm, precision, seed", [
+    ("a2c", "fp32", 0), ("a2c", "fp32", 1), ("a2c", "fp32", 2), ("a2c", "tf32", 0),
+    ("a2c", "bf16", 0), ("ppo", "fp32", 0), ("ppo", "fp32", 1), ("ppo", "bf16", 0)])
+def test_a_replayed_run_is_the_step_by_step_run_bit_for_bit(backend, algorithm, precision,
+                                                            seed):
     """A replayed rollout and update launch the very kernels the step-by-step loop launches,
     on the same memory, with the same optimiser arithmetic (capturable Adam in both), so
     every action, reward and weight is the same bit for bit, in every precision: tf32 and
-    bf16 round, but they round alike in both runs. bench/replay_check.py repeats it."""
-    graphed, eager = replayed_and_step_by_step(backend, precision, seed)
+    bf16 round, but they round alike in both runs. PPO's minibatch orders are drawn before
+    each update in both. bench/replay_check.py repeats it."""
+    graphed, eager = replayed_and_step_by_step(backend, precision, seed, algorithm)
     for _ in range(5):  # run, record, replay, replay, replay
         graphed.iterate()
         eager.iterate()
@@ -99,11 +107,11 @@ def test_lower_precision_trains(precision):
     ("pendulum", ["env.num_envs=32", "trainer.steps=8", "algorithm.replay_size=2560"]),
 ])
 def test_other_algorithms_run_with_graphs_on(env, sets):
-    """PPO replays its rollout (categorical actions); DDPG's noise comes from a torch
-    generator, so its loop stays step by step. Both train."""
+    """PPO replays its rollout (categorical actions) and its update; DDPG's noise comes
+    from a torch generator, so its loop stays step by step. Both train."""
     trainer = Trainer(env, gpu=True, sets=sets)
     trainer.train(4, progress=False)
-    assert trainer.graphed["update"] is False
+    assert trainer.graphed["update"] is (env == "cartpole")
     assert trainer.graphed["rollout"] is (env == "cartpole")
 
 

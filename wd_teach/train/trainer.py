@@ -181,6 +181,8 @@ class Trainer:
         drives the backward pass (Lightning) or gradients are averaged over GPUs."""
         plain = all(lr.backward is None and lr.reduce is None
                     for lr in self.learners.values())
+        for group in self.groups:  # outside the graph: what must differ between replays
+            self.learners[group.name].prepare(buffer.group(group))
         if plain and self._graph_update:
             return self._graphed_update()
         return self._update(buffer)

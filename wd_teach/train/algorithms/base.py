@@ -77,6 +77,10 @@ class LearnerBase(abc.ABC):
     def update(self, batch) -> dict[str, torch.Tensor]:
         """Gradient steps from one rollout's batch; the losses, as device tensors."""
 
+    def prepare(self, batch) -> None:  # noqa: B027 (a hook, empty by default)
+        """Host-side work before an update, outside any CUDA graph: the trainer calls it
+        just before each update, recorded or not (PPO draws its minibatch orders here)."""
+
     def optimizers(self) -> dict[str, torch.optim.Optimizer]:
         return {name: getattr(self, name) for name in self.optimizer_names}
 

@@ -25,9 +25,10 @@ from wd_teach.train.algorithms.common import (
     normalize,
 )
 
-#: A distribution to sample from and a critic; the update draws minibatch orders from a
-#: torch generator, so it runs step by step, not as a CUDA graph.
-CAPABILITIES = Capabilities(policy="stochastic")
+#: A distribution to sample from and a critic; an update that a CUDA graph can record: its
+#: only random numbers, the minibatch orders, are drawn before it (`prepare`) into memory
+#: that the recording reads.
+CAPABILITIES = Capabilities(policy="stochastic", graph_update=True)
 
 
 @dataclass(frozen=True)
@@ -95,9 +96,27 @@ class Learner(LearnerBase):
     def __init__(self, policy: torch.nn.Module, config: Config, options: LearnerOptions):
         super().__init__(policy, config, options)
         self.optimizer = self.adam(policy.parameters(), options.lr, eps=1e-5)
+        self.orders: torch.Tensor | None = None  # [epochs, samples]: each epoch's shuffle
+        self._prepared = False
+
+    def prepare(self, batch) -> None:
+        """Draw every epoch's minibatch order for the next update, in place, so that a
+        recorded update reads new orders on each replay."""
+        samples = flat(batch.rewards).shape[0]
+        device = batch.rewards.device
+        if self.orders is None or self.orders.shape != (self.config.epochs, samples):
+            self.orders = torch.empty(self.config.epochs, samples, dtype=torch.long,
+                                      device=device)
+        for epoch in range(self.config.epochs):
+            torch.randperm(samples, generator=self.generator, device=device,
+                           out=self.orders[epoch])
+        self._prepared = True
 
     def update(self, batch) -> dict[str, torch.Tensor]:
         c = self.config
+        if not self._prepared:  # called directly (Lightning, a notebook): draw them now
+            self.prepare(batch)
+        self._prepared = False
         advantages, returns = gae(batch.rewards, batch.values, batch.dones, batch.last_values,
                                   c.gamma, c.gae_lambda)
         obs, actions = flat(batch.obs), flat(batch.actions)
@@ -107,8 +126,7 @@ class Learner(LearnerBase):
         size = samples // c.num_minibatches
         sums = torch.zeros(5, device=obs.device)  # the losses, entropy, clipped fraction
 
-        for _ in range(c.epochs):
-            order = torch.randperm(samples, generator=self.generator, device=obs.device)
+        for order in self.orders:
             for start in range(0, samples, size):
                 i = order[start:start + size]
                 log_prob, entropy, value = self.policy.evaluate(obs[i], actions[i])

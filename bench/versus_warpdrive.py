@@ -1,0 +1,126 @@
+"""WarpDrive's own trainer beside ours, in one process on one GPU: the end-to-end table.
+
+    python bench/versus_warpdrive.py results/versus_warpdrive.json \
+        --anchor .device/anchor --envs 100,500,10000 --settings a2c-bf16,a2c-fp32,ppo-bf16
+
+Tag continuous, 10 taggers + 100 runners, [256, 256] policies, episode length 500, as
+WarpDrive 2.7.1's Tag runs in its own A2C trainer (`run_warpdrive.sh` in the anchor folder
+times that). Ours runs the same game through `wd-teach bench train` (whole iterations,
+rollout and update, CUDA graphs where the learner has them) in each setting below, on each
+backend. WarpDrive runs at 100 and 500 envs only: at 1,000 envs of 110 agents it runs out
+of its device heap. Absolute rates drift between machines and runs, so a ratio is only
+quoted between rows of one call.
+
+| setting | what changes from envs/tag_continuous/config.yaml |
+| --- | --- |
+| a2c-bf16 | nothing but the episode length (the config's default: A2C, 100 steps, bf16) |
+| a2c-fp32 | trainer.precision=fp32 (exact: replay equals the step-by-step run) |
+| a2c-tf32 | trainer.precision=tf32 |
+| ppo-bf16 | PPO, 4 epochs x 4 minibatches, 128 steps an iteration |
+| ppo-fp32 | the same PPO in fp32 |
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from wd_teach.scale.bench import machine, parse_counts, run_bench, versions, write_results
+
+GAME = ["env.params.episode_length=500"]
+PPO = ["algorithm.name=ppo", "algorithm.epochs=4", "algorithm.num_minibatches=4",
+       "algorithm.clip_coef=0.2", "trainer.steps=128"]
+SETTINGS = {
+    "a2c-bf16": [],
+    "a2c-fp32": ["trainer.precision=fp32"],
+    "a2c-tf32": ["trainer.precision=tf32"],
+    "ppo-bf16": PPO,
+    "ppo-fp32": [*PPO, "trainer.precision=fp32"],
+}
+#: WarpDrive 2.7.1 crashes above this many envs of 110 agents (its sampler's curand states).
+WARPDRIVE_MAX_ENVS = 500
+
+
+def warpdrive(anchor: Path, num_envs: int) -> dict:
+    """One row of WarpDrive's own trainer, from the anchor's script."""
+    done = subprocess.run(["bash", str(anchor / "run_warpdrive.sh"), str(num_envs)],
+                          capture_output=True, text=True, check=False)
+    for line in done.stdout.splitlines():
+        if line.startswith("ROW "):
+            return json.loads(line[4:])
+    return {"envs": num_envs, "error": (done.stdout + done.stderr).strip()[-500:]}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--anchor", type=Path, default=Path(".device/anchor"),
+                        help="the folder with run_warpdrive.sh (none: ours only)")
+    parser.add_argument("--envs", default="100,500")
+    parser.add_argument("--settings", default="a2c-bf16,a2c-fp32")
+    parser.add_argument("--backends", default="pycuda,numba")
+    parser.add_argument("--iterations", type=int, default=None,
+                        help="timed iterations per row (default: the bench's)")
+    args = parser.parse_args(argv)
+    envs = parse_counts(args.envs)
+    settings = args.settings.split(",")
+    unknown = [s for s in settings if s not in SETTINGS]
+    if unknown:
+        parser.error(f"unknown settings {unknown}; known: {', '.join(SETTINGS)}")
+
+    found = {"format": "wd-teach-versus-warpdrive/1", "device": machine(),
+             "versions": versions(), "warpdrive": [], "rows": []}
+
+    def save() -> None:
+        write_results(found, args.out)
+
+    if (args.anchor / "run_warpdrive.sh").exists():
+        for n in envs:
+            if n <= WARPDRIVE_MAX_ENVS:
+                found["warpdrive"].append(warpdrive(args.anchor, n))
+                print("warpdrive", json.dumps(found["warpdrive"][-1]), flush=True)
+                save()
+    for setting in settings:
+        for n in envs:
+            ours = run_bench("train", envs=[n], backends=args.backends.split(","),
+                             iterations=args.iterations if n < 10_000 else 3,
+                             sets=[*GAME, *SETTINGS[setting]])
+            for row in ours["rows"]:
+                found["rows"].append({"setting": setting, **row})
+                rate = row["env_steps_per_second"]
+                print(f"{setting} {row['backend']} {n:,} envs: "
+                      f"{'-' if rate is None else f'{rate:,.0f}'} env steps/s "
+                      f"{row['error']}", flush=True)
+                save()
+    print()
+    print(table(found))
+
+
+def table(found: dict) -> str:
+    """Markdown: one line per size, WarpDrive beside each of our settings and backends."""
+    theirs = {r["envs"]: r.get("env_steps_per_s_total") for r in found["warpdrive"]}
+    cols = sorted({(r["setting"], r["backend"]) for r in found["rows"]},
+                  key=lambda c: (list(SETTINGS).index(c[0]), c[1]))
+    rate = {(r["setting"], r["backend"], r["num_envs"]): r["env_steps_per_second"]
+            for r in found["rows"]}
+    head = ["envs", "WarpDrive 2.7.1"] + [f"{s} {b}" for s, b in cols]
+    lines = [f"GPU: {found['device'].get('name')}", "",
+             "| " + " | ".join(head) + " |", "|" + " ---: |" * len(head)]
+    for n in sorted({r["num_envs"] for r in found["rows"]} | set(theirs)):
+        base = theirs.get(n)
+        cells = [f"{n:,}", "-" if base is None else f"{base:,.0f}"]
+        for s, b in cols:
+            ours = rate.get((s, b, n))
+            cell = "-" if ours is None else f"{ours:,.0f}"
+            if ours is not None and base:
+                cell += f" ({ours / base:.1f}x)"
+            cells.append(cell)
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
