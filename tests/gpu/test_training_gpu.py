@@ -99,3 +99,26 @@ def test_lightning_module_on_the_gpu(tmp_path):
     result = measure_overhead("cartpole", iterations=3, warmup=1, gpu=True,
                               sets=["env.num_envs=32", "trainer.steps=16"])
     assert result["plain_steps_per_second"] > 0 and result["lightning_steps_per_second"] > 0
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_the_padded_input_layer_computes_the_plain_layer_on_the_gpu(precision):
+    """Tag's 77 features take the padded product on a GPU: the same outputs and weight
+    gradients as the plain layer, to the precision's rounding."""
+    from torch import nn
+
+    from wd_teach.train.policy import AlignedInput
+
+    torch.manual_seed(0)
+    layer = AlignedInput(77, 256).cuda()
+    x = torch.randn(4096, 77, device="cuda")
+    tol = {"fp32": 1e-5, "bf16": 2e-2}[precision]
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=precision == "bf16"):
+        padded = layer(x)
+        plain = nn.functional.linear(x, layer.weight, layer.bias)
+    torch.testing.assert_close(padded.float(), plain.float(), rtol=tol, atol=tol)
+    padded.float().square().mean().backward()
+    grad, layer.weight.grad = layer.weight.grad.clone(), None
+    plain.float().square().mean().backward()
+    assert grad.shape == (256, 77)
+    torch.testing.assert_close(grad, layer.weight.grad, rtol=tol, atol=tol)

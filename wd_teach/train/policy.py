@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from gymnasium import spaces
 from torch import nn
 
@@ -114,22 +115,51 @@ def agent_groups(mapping: Mapping[str, Sequence[int]], num_agents: int) -> list[
 # -- building blocks --------------------------------------------------------------------------
 
 
-def layer(n_in: int, n_out: int, gain: float = math.sqrt(2)) -> nn.Linear:
+def layer(n_in: int, n_out: int, gain: float = math.sqrt(2),
+          kind: type[nn.Linear] = nn.Linear) -> nn.Linear:
     """A linear layer with orthogonal weights of the given gain and zero biases: the start
     that keeps activations of a deep MLP at a steady size."""
-    linear = nn.Linear(n_in, n_out)
+    linear = kind(n_in, n_out)
     nn.init.orthogonal_(linear.weight, gain)
     nn.init.zeros_(linear.bias)
     return linear
 
 
+class AlignedInput(nn.Linear):
+    """The input layer, padded on a GPU so that its rows are 16 bytes long.
+
+    cuBLAS picks its fast tensor-core kernels only when a matrix's rows start on 16-byte
+    boundaries: a multiple of 8 features in bf16, of 4 in fp32. Observations are as wide
+    as the env makes them (Tag's are 77), and at that width the first layer's product
+    falls back to a kernel several times slower than the layers after it. So on a GPU
+    the input and the weight get zero columns up to the next multiple of 8. A zero
+    feature times a zero weight adds exactly nothing: the layer computes the same
+    function, its parameters keep their shape, and the padding is never stored.
+    """
+
+    ALIGN = 8
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not x.is_cuda or self.in_features % self.ALIGN == 0:
+            return super().forward(x)
+        if torch.is_autocast_enabled("cuda"):  # pad what the product reads: the bf16 copy
+            x = x.to(torch.get_autocast_dtype("cuda"))
+        return self.padded(x)
+
+    def padded(self, x: torch.Tensor) -> torch.Tensor:
+        """The product with input and weight padded to a multiple of ALIGN features."""
+        pad = -self.in_features % self.ALIGN
+        return F.linear(F.pad(x, (0, pad)), F.pad(self.weight, (0, pad)), self.bias)
+
+
 def mlp(sizes: Sequence[int], out: int, out_gain: float,
         activation: type[nn.Module] = nn.Tanh) -> nn.Sequential:
     """Hidden layers of `sizes` (the first is the input), each followed by `activation`,
-    then a linear output layer of `out` units."""
+    then a linear output layer of `out` units. The first layer is an AlignedInput."""
     layers: list[nn.Module] = []
     for n_in, n_out in zip(sizes[:-1], sizes[1:], strict=True):
-        layers += [layer(n_in, n_out), activation()]
+        layers += [layer(n_in, n_out, kind=nn.Linear if layers else AlignedInput),
+                   activation()]
     layers.append(layer(sizes[-1], out, out_gain))
     return nn.Sequential(*layers)
 
