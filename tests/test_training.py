@@ -2,6 +2,7 @@
 and it says clearly what is wrong with a bad config or checkpoint."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -196,7 +197,14 @@ def test_cli_train_writes_metrics_curve_and_checkpoint(tmp_path, capsys):
     history = json.loads((out / "metrics.json").read_text())["history"]
     assert [row["iteration"] for row in history] == [1, 2]
     assert len((out / "metrics.csv").read_text().splitlines()) == 3
-    assert "cart: mean episode return" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "cart: mean episode return" in printed
+    # the closing score is the saved policy's, played greedily on 100 fresh episodes
+    score = re.search(r"100 fresh episodes, most probable actions: .*cart/return ([\d.]+)",
+                      printed)
+    again = Trainer.from_checkpoint(out / "checkpoint.safetensors").evaluate(num_envs=100)
+    assert score and float(score.group(1)) == pytest.approx(again.metrics["cart/return"],
+                                                            rel=1e-3)
 
     assert main(["train", "cartpole", "--resume", str(out / "checkpoint.safetensors"),
                  "--iterations", "1", "--out", str(out), "--quiet"]) == 0
