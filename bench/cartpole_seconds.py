@@ -41,6 +41,10 @@ CANDIDATES = {
                     "trainer.lr=2.5e-3"], 40),
     "wide-8mb": (["env.num_envs=1024", "trainer.steps=64", "algorithm.num_minibatches=8",
                   "trainer.lr=2.5e-3"], 30),
+    "wide-8mb-20": (["env.num_envs=1024", "trainer.steps=64", "algorithm.num_minibatches=8",
+                     "trainer.lr=2.5e-3"], 20),
+    "wide-4ep": (["env.num_envs=1024", "trainer.steps=32", "algorithm.num_minibatches=4",
+                  "trainer.lr=2.5e-3"], 30),
 }
 
 
@@ -74,10 +78,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", nargs="*", choices=list(CANDIDATES), default=list(CANDIDATES))
     parser.add_argument("--every", type=int, default=5)
     parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--first-seed", type=int, default=0)
     args = parser.parse_args(argv)
     rows = []
     for name in args.only:
-        for seed in range(args.seeds):
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
             rows.append(run(name, args.every, seed))
             r = rows[-1]
             hit = (f"475 at iteration {r['reached']['iteration']}, {r['reached']['seconds']:.1f} s"

@@ -142,14 +142,23 @@ class AlignedInput(nn.Linear):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not x.is_cuda or self.in_features % self.ALIGN == 0:
             return super().forward(x)
-        if torch.is_autocast_enabled("cuda"):  # pad what the product reads: the bf16 copy
-            x = x.to(torch.get_autocast_dtype("cuda"))
         return self.padded(x)
 
     def padded(self, x: torch.Tensor) -> torch.Tensor:
-        """The product with input and weight padded to a multiple of ALIGN features."""
-        pad = -self.in_features % self.ALIGN
-        return F.linear(F.pad(x, (0, pad)), F.pad(self.weight, (0, pad)), self.bias)
+        """The product with input and weight padded to a multiple of ALIGN features.
+
+        The padded input is made in the dtype the product reads (bf16 under autocast), so
+        zeroing it and copying into it replaces the cast autocast would make anyway: one
+        memset more than the plain layer, and no pass over the data of its own."""
+        n = self.in_features
+        width = n + (-n % self.ALIGN)
+        autocast = x.is_cuda and torch.is_autocast_enabled("cuda")
+        dtype = torch.get_autocast_dtype("cuda") if autocast else x.dtype
+        inputs = x.new_zeros((*x.shape[:-1], width), dtype=dtype)
+        inputs[..., :n] = x
+        weight = self.weight.new_zeros((self.out_features, width))
+        weight[:, :n] = self.weight
+        return F.linear(inputs, weight, self.bias)
 
 
 def mlp(sizes: Sequence[int], out: int, out_gain: float,
