@@ -199,11 +199,14 @@ def draw_from_a_bare_float(probs, u, actions, num_actions, num_agents):
     actions[env, agent] = action if action >= 0 else last_possible
 
 
-@pytest.mark.gpu
-def test_a_running_sum_started_at_a_bare_float_is_caught_on_a_gpu(capsys):
+def test_a_running_sum_started_at_a_bare_float_is_refused_from_its_code(capsys):
+    """On the simulator the sum stays float32 and every draw is right; on a GPU it is a
+    float64 and the float32 trap fails: the checker reads it in the code, on both."""
+    assert lesson_03.bare_float_sums(draw_from_a_bare_float) == ["cumulative"]
+    assert lesson_03.bare_float_sums(make_draw_kernel()) == []
     assert not lesson_03.check_draw_kernels(draw_from_a_bare_float, DRAW_CU, "numba")
     out = capsys.readouterr().out
-    assert "Numba kernel" in out and "agent 5 (a float32 running sum)" in out
+    assert "cumulative starts at a bare float" in out and "np.float32(0.0)" in out
 
 
 def test_draw_checker_waits_for_both_halves(capsys):

@@ -11,13 +11,18 @@ two blocks per environment, on rows whose answers it works out with the NumPy re
 (`TRAPS`: u = 0, u on a running sum, impossible actions, a float32 running sum that a float64
 one gets wrong, rows that sum to a hair under 1 and end in impossible actions); the others
 hold random rows, some with impossible actions, and the sampler's own Philox numbers. It names
-the first agent that drew wrong. Where PyCUDA cannot run, the CUDA C half is read (a `double`
-running sum is refused) and compiled, not run, and the verdict says so.
+the first agent that drew wrong. A Numba running sum started at a bare `0.0` is refused from
+its code: the simulator keeps it float32, a GPU makes it float64. Where PyCUDA cannot run, the
+CUDA C half is read (a `double` running sum is refused) and compiled, not run, and the verdict
+says so.
 """
 
 from __future__ import annotations
 
+import ast
+import inspect
 import re
+import textwrap
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,11 +108,36 @@ def check_draw_kernels(numba_kernel, cuda_c_source, backend: str | None = None) 
         print("Not yet: write both the Numba kernel and the CUDA C source of draw_actions.")
         return False
     halves = {"numba": numba_kernel, "pycuda": cuda_c_source}
+
+    def run(half: str, label: str) -> bool:
+        bare = bare_float_sums(numba_kernel) if half == "numba" else []
+        if bare:
+            print(f"{label}: {bare[0]} starts at a bare float and is added to. Numba makes it a "
+                  "float64 on a GPU (the simulator keeps it float32, by NumPy's rules), so "
+                  f"there the sum would not round as the sampler's does.\nHint: {FLOAT32_SUM}")
+            return False
+        return _run(halves[half], half, label)
+
     return check_halves(
-        backend, lambda half, label: _run(halves[half], half, label),
+        backend, run,
         lambda: _check_unrun(cuda_c_source),
         f"every agent drew the sampler's action, on {len(TRAPS)} traps and random rows, in "
         "both languages.")
+
+
+def bare_float_sums(kernel) -> list[str]:
+    """The names a Numba kernel starts at a bare float (`total = 0.0`) and then adds to: read
+    from its code, because only a GPU shows the float64 that Numba makes of them."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(kernel.py_func)))
+    except (AttributeError, OSError, TypeError, SyntaxError):
+        return []  # no source to read (made by exec, say): the run is all there is
+    bare = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, float)
+            for target in node.targets if isinstance(target, ast.Name)}
+    added = {node.target.id for node in ast.walk(tree) if isinstance(node, ast.AugAssign)
+             and isinstance(node.target, ast.Name)}
+    return sorted(bare & added)
 
 
 def _run(kernel, backend: str, label: str) -> bool:

@@ -12,7 +12,8 @@ writes the step as a Numba kernel and as CUDA C; the checker runs each half that
 machine can run beside the reference through `check_consistency`, once with one block per
 environment and once with each environment split over two blocks, and points at the first
 array that parts. Where PyCUDA cannot run, the CUDA C half is compiled with nvcc and its
-parameters are checked against the store.
+parameters are checked against the store, but it is not run: the verdict says so, and keeps
+"All right" for a machine where both halves ran.
 
 The second exercise, `check_spacing_step`, is the step of agents that read each other: each
 agent moves, then finds its nearest neighbour among the moved agents. Between the two
