@@ -148,7 +148,12 @@ needs_cuda_c = pytest.mark.skipif(
 
 def test_move_accepts_the_right_kernels(backend, capsys):
     assert lesson_02.check_move_kernel(right_move, DEMO_CUDA_C, backend)
-    assert "All right" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    if "pycuda" in wd_teach.discover().backends:
+        assert "All right" in out
+    else:  # the CUDA C half was compiled at most: the checker must not call the whole right
+        assert "All right" not in out
+        assert "NOT checked: what the CUDA C kernel computes, since it was not run" in out
 
 
 @pytest.mark.parametrize("kernel, hint", [
@@ -186,14 +191,47 @@ def test_move_rejects_cuda_c_that_does_not_compile(capsys):
     assert 'identifier "speed" is undefined' in capsys.readouterr().out
 
 
-def test_move_rejects_wrong_cuda_c_arithmetic_where_it_can_run(capsys):
+@pytest.mark.gpu
+@pytest.mark.parametrize("source", [
+    DEMO_CUDA_C.replace("vel[i] * dt", "vel[i]"),
+    DEMO_CUDA_C.replace("pos[i] += vel[i] * dt;", "pos[threadIdx.x] -= vel[i] * dt * 7;"),
+])
+def test_move_rejects_wrong_cuda_c_arithmetic_where_it_can_run(source, capsys):
     if "pycuda" not in wd_teach.discover().backends:
-        pytest.skip("running CUDA C needs a GPU with PyCUDA; tests/gpu runs this there")
-    source = DEMO_CUDA_C.replace("vel[i] * dt", "vel[i]")
+        pytest.skip("running CUDA C needs PyCUDA, and it is not installed here")
     assert not lesson_02.check_move_kernel(right_move, source, "pycuda")
-    assert "positions are off" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "CUDA C kernel" in out and "positions are off" in out and "All right" not in out
 
 
 def test_move_waits_for_both_halves(capsys):
     assert not lesson_02.check_move_kernel(right_move, None, wd_teach.choose_backend())
     assert "Not yet" in capsys.readouterr().out
+
+
+no_gpu_path = pytest.mark.skipif("pycuda" in wd_teach.discover().backends,
+                                 reason="checks the no-GPU path (read and compile only); with "
+                                        "PyCUDA here the checker runs the CUDA C instead")
+#: The notebook's starter: the kernel's signature with a comment for a body.
+MOVE_STARTER = DEMO_CUDA_C[:DEMO_CUDA_C.index("{\n  const int env")] + "{\n  // your code\n}\n"
+
+
+@no_gpu_path
+def test_move_rejects_the_starters_empty_cuda_c_body(capsys):
+    assert not lesson_02.check_move_kernel(right_move, MOVE_STARTER, "numba")
+    out = capsys.readouterr().out
+    assert "the body of move is empty" in out and "All right" not in out
+
+
+@no_gpu_path
+@pytest.mark.parametrize("source", [
+    DEMO_CUDA_C.replace("pos[i] += vel[i] * dt;", "pos[threadIdx.x] -= vel[i] * dt * 7;"),
+    DEMO_CUDA_C.replace("if (agent >= num_agents) return;", ""),
+])
+def test_wrong_cuda_c_arithmetic_without_a_gpu_is_never_called_right(source, capsys):
+    """A wrong body compiles; without a GPU it cannot run, and the verdict says so instead
+    of calling the whole right."""
+    lesson_02.check_move_kernel(right_move, source, "numba")
+    out = capsys.readouterr().out
+    assert "All right" not in out and "Checked only in part" in out
+    assert "NOT checked: what the CUDA C kernel computes" in out

@@ -5,49 +5,213 @@ import numpy as np
 import pytest
 from numba import cuda
 
+import wd_teach
+from wd_teach.device import nvcc_path
 from wd_teach.exercises import lesson_03, lesson_04
 from wd_teach.numba_index import agent_id, env_id
+from wd_teach.sampler.reference import inverse_cdf
 
-# -- lesson 03: the inverse-CDF draw --------------------------------------------------------
+# -- lesson 03: the draw loop, as a kernel in both languages ---------------------------------
 
+DRAW_CU = r"""
+#include "wd_teach.cuh"
 
-def right_draw(probs, u):
-    cumulative = np.float32(0)
-    last_possible = 0
-    for action, p in enumerate(probs):
-        if p > 0:
-            last_possible = action
-        cumulative += p
-        if u < cumulative:
-            return action
-    return last_possible
-
-
-def at_or_below(probs, u):  # u <= sum: draws an action at a running sum's edge
-    return int(np.argmax(u <= np.cumsum(probs, dtype=np.float32)))
-
-
-def last_action(probs, u):  # past the end: the last action, even if impossible
-    cumulative = np.cumsum(probs, dtype=np.float32)
-    return int(np.argmax(u < cumulative)) if (u < cumulative).any() else len(probs) - 1
-
-
-def test_draw_checker_accepts_the_inverse_cdf(capsys):
-    assert lesson_03.check_draw(right_draw)
-    assert "All right" in capsys.readouterr().out
+extern "C" __global__ void draw_actions(const float* probs, const float* u, int* actions,
+                                        int num_actions, int num_agents) {
+  const int env = wd_env_id();
+  const int agent = wd_agent_id();
+  if (agent >= num_agents) return;
+  const int slot = wd_slot(env, agent, num_agents);
+  const float* row = probs + slot * num_actions;
+  int action = -1;
+  float cumulative = 0.0f;
+  int last_possible = 0;
+  for (int a = 0; a < num_actions && action < 0; ++a) {
+    if (row[a] > 0.0f) last_possible = a;
+    cumulative += row[a];
+    if (u[slot] < cumulative) action = a;
+  }
+  actions[slot] = action < 0 ? last_possible : action;
+}
+"""
 
 
-@pytest.mark.parametrize("draw, hint", [
-    (at_or_below, "use u < sum, not u <= sum"),
-    (last_action, "last action with p > 0"),
-    (lambda probs, u: 0, "u < 1 always"),
-    (lambda probs, u: float(np.argmax(probs)), "a whole number"),
-    (lambda probs, u: probs[7], "IndexError"),
-    (None, "Not yet"),
+def make_draw_kernel(total=np.float32, at_or_below=False, last_fallback=False, write=True,
+                     env_of_row=-1):
+    """The right Numba kernel, or one with the given mistakes: a running sum of another type,
+    u <= sum, the last action past the end, no write, every env reading the rows of
+    env `env_of_row` (-1: its own)."""
+
+    @cuda.jit
+    def draw_actions(probs, u, actions, num_actions, num_agents):
+        env = env_id()
+        agent = agent_id()
+        if agent >= num_agents:
+            return
+        row = probs[env if env_of_row < 0 else env_of_row, agent]
+        cumulative = total(0.0)
+        last_possible = 0
+        action = -1
+        for a in range(num_actions):
+            if action < 0:
+                if row[a] > 0:
+                    last_possible = a
+                cumulative += row[a]
+                if u[env, agent] < cumulative or (at_or_below and u[env, agent] == cumulative):
+                    action = a
+        if action < 0:
+            action = num_actions - 1 if last_fallback else last_possible
+        if write:
+            actions[env, agent] = action
+
+    return draw_actions
+
+
+def test_the_traps_fit_the_store_and_stay_traps():
+    """Each trap catches what it says: a float64 running sum draws another action on the
+    float32 trap, and the last action past the end of the probability-0 trap is impossible."""
+    assert all(len(trap.row) == lesson_03.NUM_ACTIONS for trap in lesson_03.TRAPS)
+    assert len(lesson_03.TRAPS) < lesson_03.NUM_AGENTS
+    for trap in lesson_03.TRAPS:
+        row = np.array(trap.row, np.float32)
+        u = np.float32(trap.u)
+        want = int(inverse_cdf(row, np.asarray(u)))
+        float64_sums = np.cumsum(row.astype(np.float64))
+        float64_draw = int(np.argmax(float(u) < float64_sums)) if (u < float64_sums).any() \
+            else want
+        assert row[want] > 0
+        if "float32" in trap.about:
+            assert float64_draw != want
+        if "probability-0" in trap.about:
+            assert np.cumsum(row, dtype=np.float32)[-1] <= u and row[-1] == 0
+
+
+def test_draw_checker_accepts_the_right_kernels(backend, capsys):
+    assert lesson_03.check_draw_kernels(make_draw_kernel(), DRAW_CU, backend)
+    out = capsys.readouterr().out
+    if "pycuda" in wd_teach.discover().backends:
+        assert "All right" in out
+    else:  # the CUDA C half was compiled at most: the checker must not call the whole right
+        assert "All right" not in out
+        assert "NOT checked: what the CUDA C kernel computes, since it was not run" in out
+
+
+@pytest.mark.parametrize("kernel, hint", [
+    (make_draw_kernel(total=np.float64, last_fallback=True), "agent 5 (a float32 running sum)"),
+    (make_draw_kernel(total=np.float64), "never double"),
+    (make_draw_kernel(at_or_below=True), "use u < sum, not u <= sum"),
+    (make_draw_kernel(last_fallback=True), "action 4 has p = 0"),
+    (make_draw_kernel(write=False), "nothing was written to this agent's action"),
+    (make_draw_kernel(env_of_row=0), "(a random row, the sampler's own u)"),
 ])
-def test_draw_checker_rejects_wrong_draws_with_a_hint(draw, hint, capsys):
-    assert not lesson_03.check_draw(draw)
+def test_draw_checker_rejects_wrong_numba_kernels_naming_the_agent(kernel, hint, backend,
+                                                                   capsys):
+    assert not lesson_03.check_draw_kernels(kernel, DRAW_CU, backend)
+    out = capsys.readouterr().out
+    assert hint in out and "The first is env" in out
+    assert "All right" not in out
+
+
+@cuda.jit
+def draw_with_other_names(p, uniform, actions, num_actions, num_agents):
+    pass
+
+
+def test_draw_checker_names_the_parameters(backend, capsys):
+    assert not lesson_03.check_draw_kernels(draw_with_other_names, DRAW_CU, backend)
+    assert "the parameters are probs, u, actions, num_actions, num_agents" in \
+        capsys.readouterr().out
+
+
+NO_GPU_PATH = pytest.mark.skipif("pycuda" in wd_teach.discover().backends,
+                                 reason="checks the no-GPU path (read and compile only); with "
+                                        "PyCUDA here the checker runs the CUDA C instead")
+
+
+@NO_GPU_PATH
+@pytest.mark.parametrize("source, hint", [
+    (DRAW_CU.replace("float cumulative = 0.0f", "double cumulative = 0.0"), "adds in double"),
+    (DRAW_CU[:DRAW_CU.index("{\n  const int env")] + "{\n  // your code\n}\n",
+     "the body of draw_actions is empty"),
+    (DRAW_CU.replace("const float* u,", "const float* uniform,").replace("u[slot]",
+                                                                         "uniform[slot]"),
+     "needs 'uniform'"),
+    (DRAW_CU.replace("draw_actions(", "sample("), "named draw_actions"),
+])
+def test_draw_checker_rejects_cuda_c_it_can_read_without_a_gpu(source, hint, capsys):
+    assert not lesson_03.check_draw_kernels(make_draw_kernel(), source, "numba")
     assert hint in capsys.readouterr().out
+
+
+@NO_GPU_PATH
+def test_wrong_cuda_c_arithmetic_without_a_gpu_is_never_called_right(capsys):
+    """The CUDA C half cannot run here: a wrong body compiles, and the verdict says it was
+    not run instead of calling the whole right."""
+    source = DRAW_CU.replace("u[slot] < cumulative", "u[slot] <= cumulative")
+    lesson_03.check_draw_kernels(make_draw_kernel(), source, "numba")
+    out = capsys.readouterr().out
+    assert "All right" not in out and "Checked only in part" in out
+    assert "NOT checked: what the CUDA C kernel computes" in out
+
+
+@pytest.mark.skipif(nvcc_path() is None, reason="nvcc is not on this machine")
+@NO_GPU_PATH
+def test_draw_checker_shows_nvccs_error(capsys):
+    source = DRAW_CU.replace("cumulative += row[a];", "cumulative += x;")
+    assert not lesson_03.check_draw_kernels(make_draw_kernel(), source, "numba")
+    assert 'identifier "x" is undefined' in capsys.readouterr().out
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("source, hint", [
+    (DRAW_CU.replace("u[slot] < cumulative", "u[slot] <= cumulative"), "use u < sum, not u <= sum"),
+    (DRAW_CU.replace("float cumulative = 0.0f", "double cumulative = 0.0"),
+     "agent 5 (a float32 running sum)"),
+    (DRAW_CU.replace("actions[slot] = action < 0 ? last_possible : action;",
+                     "actions[slot] = action < 0 ? num_actions - 1 : action;"),
+     "action 4 has p = 0"),
+])
+def test_wrong_cuda_c_is_caught_by_its_run_on_a_gpu(source, hint, capsys):
+    if "pycuda" not in wd_teach.discover().backends:
+        pytest.skip("running CUDA C needs PyCUDA, and it is not installed here")
+    assert not lesson_03.check_draw_kernels(make_draw_kernel(), source, "pycuda")
+    out = capsys.readouterr().out
+    assert "CUDA C kernel" in out and hint in out and "All right" not in out
+
+
+@cuda.jit
+def draw_from_a_bare_float(probs, u, actions, num_actions, num_agents):
+    env = env_id()
+    agent = agent_id()
+    if agent >= num_agents:
+        return
+    row = probs[env, agent]
+    cumulative = 0.0  # a float64 on a GPU (float32 on the simulator, by NumPy's rules)
+    last_possible = 0
+    action = -1
+    for a in range(num_actions):
+        if action < 0:
+            if row[a] > 0:
+                last_possible = a
+            cumulative += row[a]
+            if u[env, agent] < cumulative:
+                action = a
+    actions[env, agent] = action if action >= 0 else last_possible
+
+
+def test_a_running_sum_started_at_a_bare_float_is_refused_from_its_code(capsys):
+    """On the simulator the sum stays float32 and every draw is right; on a GPU it is a
+    float64 and the float32 trap fails: the checker reads it in the code, on both."""
+    assert lesson_03.bare_float_sums(draw_from_a_bare_float) == ["cumulative"]
+    assert lesson_03.bare_float_sums(make_draw_kernel()) == []
+    assert not lesson_03.check_draw_kernels(draw_from_a_bare_float, DRAW_CU, "numba")
+    out = capsys.readouterr().out
+    assert "cumulative starts at a bare float" in out and "np.float32(0.0)" in out
+
+
+def test_draw_checker_waits_for_both_halves(capsys):
+    assert not lesson_03.check_draw_kernels(make_draw_kernel(), None)
+    assert "Not yet" in capsys.readouterr().out
 
 
 # -- lesson 04: the reset kernel -------------------------------------------------------------
@@ -111,7 +275,7 @@ def test_reset_checker_accepts_a_strided_copy_of_done_rows(capsys):
     (one_value_per_thread, "stride over the row together"),
     (clears_the_flag, "the done flags changed"),
     (misnamed, "the parameters are data, pristine, done, row_length"),
-    (right_draw, "as a Numba kernel"),
+    (inverse_cdf, "as a Numba kernel"),
 ])
 def test_reset_checker_rejects_wrong_kernels_with_a_hint(kernel, hint, capsys):
     assert not lesson_04.check_reset_kernel(kernel)

@@ -96,7 +96,26 @@ def test_parking_line_parks_within_the_checkers_steps():
 
 def test_parking_step_accepts_the_right_kernels(backend, capsys):
     assert lesson_05.check_parking_step(make_parking_step(), PARKING_CU, backend)
-    assert "All right" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    if "pycuda" in wd_teach.discover().backends:
+        assert "All right" in out
+    else:  # the CUDA C half was compiled at most: the checker must not call the whole right
+        assert "All right" not in out
+        assert "NOT checked: what the CUDA C kernel computes, since it was not run" in out
+
+
+@pytest.mark.skipif("pycuda" in wd_teach.discover().backends,
+                    reason="checks the no-GPU path (read and compile only); with PyCUDA here "
+                           "the checker runs the CUDA C instead")
+@pytest.mark.parametrize("source, said", [
+    (PARKING_CU[:PARKING_CU.index("{\n  const int env")] + "{\n  // your code\n}\n",
+     "the body of parking_step is empty"),
+    (PARKING_CU.replace("reward = reward + arrival_bonus;", ""), "Checked only in part"),
+])
+def test_parking_step_without_a_gpu_never_calls_unrun_cuda_c_right(source, said, capsys):
+    lesson_05.check_parking_step(make_parking_step(), source, "numba")
+    out = capsys.readouterr().out
+    assert said in out and "All right" not in out
 
 
 @pytest.mark.parametrize("kernel, hint", [
@@ -134,6 +153,16 @@ def test_parking_step_rejects_cuda_c_that_does_not_compile(capsys):
     source = PARKING_CU.replace("fabsf(goal[env] - pos[i])", "fabsf(goal[env] - x)")
     assert not lesson_05.check_parking_step(make_parking_step(), source, "numba")
     assert 'identifier "x" is undefined' in capsys.readouterr().out
+
+
+@pytest.mark.gpu
+def test_parking_step_catches_wrong_cuda_c_by_its_run_on_a_gpu(capsys):
+    if "pycuda" not in wd_teach.discover().backends:
+        pytest.skip("running CUDA C needs PyCUDA, and it is not installed here")
+    source = PARKING_CU.replace("reward = reward + arrival_bonus;", "")
+    assert not lesson_05.check_parking_step(make_parking_step(), source, "pycuda")
+    out = capsys.readouterr().out
+    assert "CUDA C kernel" in out and "first divergence" in out and "All right" not in out
 
 
 def test_parking_step_waits_for_both_halves(capsys):

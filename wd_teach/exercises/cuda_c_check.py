@@ -1,19 +1,124 @@
-"""What the CUDA C checkers do where PyCUDA cannot run (no GPU): bind the kernel's
-parameters by name against the store, as a launch would, and compile it with nvcc."""
+"""What every two-language checker shares: run each half that this machine can run beside
+the NumPy reference, check the rest as far as it can be checked, and a verdict that says
+which is which.
+
+A CUDA C kernel runs only through PyCUDA, on an NVIDIA GPU. Where there is none, the checker
+binds the kernel's parameters by name against the store, as a launch would, and compiles it
+with nvcc when nvcc is here. That proves the kernel is well formed, not that it computes the
+right thing, so the verdict then names the half that was not run and why, and never says
+"All right" for the whole.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
 from wd_teach import cuda_c
-from wd_teach.device import nvcc_path
+from wd_teach.device import choose_backend, discover, nvcc_path
 from wd_teach.errors import WdTeachError
 from wd_teach.launch import cuda_c_argument
+from wd_teach.show import cuda_function
 
 LABEL = "CUDA C kernel"
+#: How a verdict names each half, by backend.
+LABELS = {"numba": "Numba kernel", "pycuda": LABEL}
+
+
+@dataclass
+class Tally:
+    """Which halves ran and were right, which were found wrong, and which were not run
+    (with the reason), in the order they were checked."""
+
+    right: list[str] = field(default_factory=list)
+    wrong: list[str] = field(default_factory=list)
+    not_run: dict[str, str] = field(default_factory=dict)
+
+
+def why_pycuda_cannot_run() -> str:
+    """In words: why PyCUDA does not run CUDA C on this machine."""
+    if not discover().has_gpu:
+        return "PyCUDA runs CUDA C on an NVIDIA GPU, and this machine has none"
+    return "PyCUDA is not installed here"
+
+
+def check_halves(backend: str | None, run: Callable[[str, str], bool],
+                 check_unrun_cuda_c: Callable[[], bool], whole: str) -> bool:
+    """Check the Numba and the CUDA C half of an exercise, the notebook's backend first.
+
+    `run(backend, label)` runs one half beside the NumPy reference and prints what it found
+    (True: right). Where PyCUDA cannot run, `check_unrun_cuda_c()` checks what can be checked
+    without running it (True: nothing found wrong). `whole` is what "All right" vouches for.
+    Returns True when nothing that was checked is wrong; what was not run is printed."""
+    backend = choose_backend(backend)
+    tally = Tally()
+    for half in [backend, *(b for b in LABELS if b != backend)]:
+        label = LABELS[half]
+        if half in discover().backends:
+            (tally.right if run(half, label) else tally.wrong).append(label)
+        elif half == "pycuda":
+            if check_unrun_cuda_c():
+                tally.not_run[label] = why_pycuda_cannot_run()
+            else:
+                tally.wrong.append(label)
+        else:
+            reason = "Numba cannot run kernels on this machine (see wd_teach.doctor())"
+            print(f"{label}: NOT run, because {reason}.")
+            tally.not_run[label] = reason
+    return verdict(tally, whole)
+
+
+def verdict(tally: Tally, whole: str) -> bool:
+    """Print the last line of a check: "All right" only when every half ran and was right.
+    Returns True when no half was found wrong."""
+    if tally.wrong:
+        print(f"Not yet: see above what is wrong with the {' and the '.join(tally.wrong)}.")
+        return False
+    if not tally.not_run:
+        print(f"All right: {whole}")
+        return True
+    checked = (f"the {' and the '.join(tally.right)}, run beside the NumPy reference: right"
+               if tally.right else "nothing was run")
+    unrun = "; ".join(f"what the {label} computes, since it was not run ({why})"
+                      for label, why in tally.not_run.items())
+    print(f"Checked only in part. Checked here: {checked}. NOT checked: {unrun}. So there is "
+          "no verdict on the whole yet: run this cell on a GPU with PyCUDA for one.")
+    return True
+
+
+def compile_only(source, store, hint: str, name: str | None = None) -> bool:
+    """Where PyCUDA cannot run: the one extern "C" kernel of `source` (named `name`, when
+    given) must have a body, its parameters must bind to `store` by name and type, and nvcc
+    must compile it, when nvcc is here. Prints what was checked and what was not."""
+    try:
+        text = cuda_c.read_source(source)
+        signatures = cuda_c.kernel_signatures(text)
+    except WdTeachError as err:
+        print(f"{LABEL}: {err}")
+        return False
+    if len(signatures) != 1 or (name is not None and name not in signatures):
+        wanted = f"one, named {name}" if name else "one"
+        print(f'{LABEL}: found extern "C" __global__ kernels {list(signatures)}; write '
+              f"{wanted}.")
+        return False
+    (kernel, params), = signatures.items()
+    if not kernel_body(text, kernel):
+        print(f"{LABEL}: the body of {kernel} is empty: write it.")
+        return False
+    return bind_and_compile(text, kernel, params, store, hint)
+
+
+def kernel_body(text: str, kernel: str) -> str:
+    """The code between the braces of `kernel`, without comments or spaces at either end."""
+    code = re.sub(r"//[^\n]*|/\*.*?\*/", "", cuda_function(text, kernel), flags=re.S)
+    return code[code.find("{") + 1:code.rfind("}")].strip()
 
 
 def bind_and_compile(text: str, kernel: str, params, store, hint: str) -> bool:
     """Every parameter of `kernel` found in `store` with the type the C says, then PTX from
-    nvcc if it is here. Prints the verdict; `hint` follows a missing parameter."""
+    nvcc if it is here. Prints the verdict on this half; `hint` follows a missing
+    parameter."""
     try:
         for param in params:
             if param.name not in store:
@@ -22,13 +127,13 @@ def bind_and_compile(text: str, kernel: str, params, store, hint: str) -> bool:
                 return False
             cuda_c_argument(store, kernel, param, param.name)
         if nvcc_path() is None:
-            print(f"{LABEL}: its parameters match the store, but neither PyCUDA (it needs a "
-                  "GPU) nor nvcc is here, so it was neither run nor compiled.")
+            print(f"{LABEL}: its parameters match the store. It was neither compiled (nvcc "
+                  f"is not here) nor run ({why_pycuda_cannot_run()}).")
             return True
         cuda_c.ptx(text)
     except WdTeachError as err:  # a CompileError from nvcc, or a type the store lacks
         print(f"{LABEL}: {err}")
         return False
-    print(f"{LABEL}: compiles with nvcc and its parameters match the store. PyCUDA needs a "
-          "GPU to run it, so its arithmetic is checked only on a GPU.")
+    print(f"{LABEL}: nvcc compiles it and its parameters match the store. It was NOT run "
+          f"({why_pycuda_cannot_run()}), so what it computes was not checked.")
     return True

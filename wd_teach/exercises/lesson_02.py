@@ -7,18 +7,17 @@ data, twice: with one block per environment, and with the agents split over seve
 so that some threads have no agent. It compares the result with NumPy.
 
 Where PyCUDA cannot run (no GPU), the CUDA C half is compiled with nvcc and its parameters
-are checked against the store; its arithmetic is then checked on a GPU only.
+are checked against the store, but it is not run: the verdict then says so, and "All right"
+waits for a GPU.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from wd_teach import cuda_c
 from wd_teach.data import DataStore
-from wd_teach.device import choose_backend, discover
 from wd_teach.errors import WdTeachError
-from wd_teach.exercises.cuda_c_check import LABEL, bind_and_compile
+from wd_teach.exercises.cuda_c_check import check_halves, compile_only
 from wd_teach.launch import KernelLauncher, launch_geometry
 from wd_teach.sizes import lesson_sizes
 
@@ -44,27 +43,17 @@ def split_threads(num_agents: int) -> int:
 
 
 def check_move_kernel(numba_kernel, cuda_c_source, backend: str) -> bool:
-    """Check both halves of the exercise; `backend` is the one the notebook runs on."""
+    """Check both halves of the exercise; `backend` is the one the notebook runs on. True
+    when nothing that was checked is wrong (the last line says what was not run)."""
     if numba_kernel is None or cuda_c_source is None:
         print("Not yet: write both the Numba kernel and the CUDA C source.")
         return False
-    backend = choose_backend(backend)
     halves = {"numba": numba_kernel, "pycuda": cuda_c_source}
-    order = [backend, *(b for b in halves if b != backend)]
-    right = True
-    for half in order:
-        label = "Numba kernel" if half == "numba" else "CUDA C kernel"
-        if half in discover().backends:
-            ok = _run_both_shapes(halves[half], half, label)
-        elif half == "pycuda":
-            ok = _compile_only(cuda_c_source)
-        else:
-            print(f"{label}: Numba cannot run here, so it was not checked. See wd_teach.doctor().")
-            ok = False
-        right = right and ok
-    if right:
-        print("All right: every agent moved by vel * dt, in every environment.")
-    return right
+    return check_halves(
+        backend, lambda half, label: _run_both_shapes(halves[half], half, label),
+        lambda: compile_only(cuda_c_source, make_store(),
+                             f"the parameters are {PARAMETERS}, named as in the store."),
+        "every agent moved by vel * dt, in every environment, in both languages.")
 
 
 def _run_both_shapes(kernel, backend: str, label: str) -> bool:
@@ -117,19 +106,3 @@ def _run_both_shapes(kernel, backend: str, label: str) -> bool:
             return False
     print(f"{label}: ran on {backend}, one and several blocks per environment: right.")
     return True
-
-
-def _compile_only(source) -> bool:
-    """Where PyCUDA cannot run: compile with nvcc and bind the parameters by name."""
-    try:
-        text = cuda_c.read_source(source)
-        signatures = cuda_c.kernel_signatures(text)
-    except WdTeachError as err:
-        print(f"{LABEL}: {err}")
-        return False
-    if len(signatures) != 1:
-        print(f'{LABEL}: found {len(signatures)} extern "C" __global__ kernels; give one.')
-        return False
-    (kernel, params), = signatures.items()
-    return bind_and_compile(text, f"kernel {kernel!r}", params, make_store(),
-                            f"the parameters are {PARAMETERS}, named as in the store.")

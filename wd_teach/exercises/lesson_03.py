@@ -1,81 +1,220 @@
-"""Checker for 03_sampler: the inverse-CDF draw of one thread, written by the learner.
+"""Checker for 03_sampler: the sampler's draw loop, written by the learner as a kernel in both
+languages.
 
-The learner writes `draw(probs, u)`: given one agent's probabilities (a float32 row) and
-one uniform number u in [0, 1), the action the sampler's thread picks. The checker works out
-its own answer for each case with the NumPy reference (wd_teach.sampler.reference), on
-edge cases first (u = 0, u just under 1, u exactly on a running sum, impossible actions, a
-row that sums to a hair under 1), then on random rows with the real Philox numbers that the
-sampler's threads draw.
+The learner writes `draw_actions`: one thread per agent reads its row of `probs` [envs, agents,
+num_actions] (float32) and its uniform number `u` [envs, agents] (float32), adds up the row
+until the running sum passes u, and writes that action into `actions` [envs, agents] (int32).
+
+The checker launches each half that can run here through `KernelLauncher`, with one and with
+two blocks per environment, on rows whose answers it works out with the NumPy reference
+(`wd_teach.sampler.reference.inverse_cdf`). Every environment's first agents hold the traps
+(`TRAPS`: u = 0, u on a running sum, impossible actions, a float32 running sum that a float64
+one gets wrong, rows that sum to a hair under 1 and end in impossible actions); the others
+hold random rows, some with impossible actions, and the sampler's own Philox numbers. It names
+the first agent that drew wrong. A Numba running sum started at a bare `0.0` is refused from
+its code: the simulator keeps it float32, a GPU makes it float64. Where PyCUDA cannot run, the
+CUDA C half is read (a `double` running sum is refused) and compiled, not run, and the verdict
+says so.
 """
 
 from __future__ import annotations
 
+import ast
+import inspect
+import re
+import textwrap
+from dataclasses import dataclass
+
 import numpy as np
 
+from wd_teach import cuda_c
+from wd_teach.data import DataStore
+from wd_teach.errors import WdTeachError
+from wd_teach.exercises.cuda_c_check import LABEL, check_halves, compile_only
+from wd_teach.launch import KernelLauncher
 from wd_teach.rng.reference import thread_uniforms
 from wd_teach.sampler.reference import inverse_cdf
 
-#: (what the case is about, probabilities, u): each with the hint a wrong answer earns.
-EDGE_CASES = [
-    ("u = 0 with p[0] > 0", [0.2, 0.3, 0.5], 0.0,
-     "the first action whose running sum is above u wins: compare u < sum."),
-    ("u just under 1", [0.2, 0.3, 0.5], 1 - 2**-24,
-     "the last action's running sum is 1, and u < 1 always."),
-    ("u exactly on a running sum", [0.25, 0.25, 0.5], 0.25,
-     "u = 0.25 is not below the first running sum (0.25), so action 0 does not win: use "
-     "u < sum, not u <= sum."),
-    ("an impossible first action", [0.0, 0.4, 0.6], 0.0,
-     "an action with p = 0 must never be drawn: its running sum equals the one before, and "
-     "u < sum fails for it."),
-    ("an impossible last action", [0.5, 0.5, 0.0], 0.75, "p = 0 is never drawn."),
-    ("a row a hair short of 1", [0.3, 0.3, 0.3999999, 0.0], 0.9999999,
-     "when u is past the whole row (its sum is a rounding error under 1), take the last "
-     "action with p > 0, not simply the last action."),
-]
+PARAMETERS = "probs, u, actions, num_actions, num_agents"
+#: The checker's store: more agents than a warp, in a few environments.
+NUM_ENVS, NUM_AGENTS, NUM_ACTIONS = 3, 40, 5
+#: What `actions` holds before the launch: a thread that writes nothing leaves it there.
+UNWRITTEN = -1
+#: The largest float32 below 1: the largest u the sampler ever draws.
+U_MAX = 1 - 2**-24
+FLOAT32_SUM = ("the running sum is float32 in the sampler, added left to right: start it at "
+               "np.float32(0.0) in Numba (a bare 0.0 is a float64 on a GPU) and declare it "
+               "float in C, never double.")
 
 
-def check_draw(draw) -> bool:
-    """Check the learner's `draw(probs, u) -> action` against the reference."""
-    if draw is None:
-        print("Not yet: write draw(probs, u).")
+@dataclass(frozen=True)
+class Trap:
+    """A row and a u whose answer is known to catch one mistake, and the hint it earns."""
+
+    about: str
+    row: tuple[float, ...]
+    u: float
+    hint: str
+
+
+TRAPS = (
+    Trap("u = 0", (0.2, 0.3, 0.1, 0.25, 0.15), 0.0,
+         "the first action whose running sum is above u wins: compare u < sum."),
+    Trap("u just under 1", (0.2, 0.3, 0.1, 0.25, 0.15), U_MAX,
+         "walk the whole row: the last action's running sum is 1, and u < 1 always."),
+    Trap("u exactly on a running sum", (0.25, 0.25, 0.25, 0.125, 0.125), 0.25,
+         "u = 0.25 is not below the first running sum (0.25), so action 0 does not win: use "
+         "u < sum, not u <= sum."),
+    Trap("an impossible first action", (0.0, 0.4, 0.3, 0.2, 0.1), 0.0,
+         "an action with p = 0 is never drawn: its running sum equals the one before, and "
+         "u < sum fails for it. Use u < sum, not u <= sum."),
+    Trap("an impossible action just past u", (0.5, 0.0, 0.25, 0.25, 0.0), 0.5,
+         "u = 0.5 is not below 0.5 at action 0, nor at action 1 (p = 0): action 2 wins."),
+    Trap("a float32 running sum", (0.25, 0.258, 0.141, 0.078, 0.273), 0.649,
+         "here the float32 sum of the first three is a hair above u and the float64 sum is "
+         f"not, so the two draw different actions: {FLOAT32_SUM}"),
+    Trap("a row a hair short of 1", (0.32, 0.13, 0.34, 0.0, 0.21), U_MAX,
+         "in float32 this row sums to u, so u passes the whole row: take the last action with "
+         "p > 0 (keep it as you walk the row)."),
+    Trap("the probability-0 trap: a row short of 1 that ends in impossible actions",
+         (0.3, 0.3, 0.3999999, 0.0, 0.0), U_MAX,
+         "u passes the whole row (it sums to a rounding error under 1): take the last action "
+         "with p > 0, never simply the last action."),
+)
+RANDOM_HINT = ("walk the row from action 0, adding p as you go, and stop at the first action "
+               "where u < the running sum; past the end, the last action with p > 0.")
+
+
+def make_draws(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(probs [envs, agents, actions], u [envs, agents]): the traps at every environment's first
+    agents, random rows with some impossible actions after them, u from Philox."""
+    shape = (NUM_ENVS, NUM_AGENTS)
+    probs = rng.dirichlet(np.ones(NUM_ACTIONS), size=shape).astype(np.float32)
+    impossible = rng.random(probs.shape) < 0.25
+    impossible[..., 0] &= ~impossible[..., 1:].all(axis=-1)  # one action stays possible
+    probs[impossible] = 0
+    probs /= probs.sum(axis=-1, keepdims=True, dtype=np.float32)
+    u = thread_uniforms(int(rng.integers(2**32)), np.zeros(shape, np.uint32))[..., 0]
+    for agent, trap in enumerate(TRAPS):
+        probs[:, agent] = np.array(trap.row, np.float32)
+        u[:, agent] = np.float32(trap.u)
+    return probs, u
+
+
+def check_draw_kernels(numba_kernel, cuda_c_source, backend: str | None = None) -> bool:
+    """Check both halves of the exercise; `backend` is the one the notebook runs on. True
+    when nothing that was checked is wrong (the last line says what was not run)."""
+    if numba_kernel is None or cuda_c_source is None:
+        print("Not yet: write both the Numba kernel and the CUDA C source of draw_actions.")
         return False
-    for about, row, u, hint in EDGE_CASES:
-        row = np.array(row, np.float32)
-        if not _agrees(draw, row, np.float32(u), f"{about}", hint):
+    halves = {"numba": numba_kernel, "pycuda": cuda_c_source}
+
+    def run(half: str, label: str) -> bool:
+        bare = bare_float_sums(numba_kernel) if half == "numba" else []
+        if bare:
+            print(f"{label}: {bare[0]} starts at a bare float and is added to. Numba makes it a "
+                  "float64 on a GPU (the simulator keeps it float32, by NumPy's rules), so "
+                  f"there the sum would not round as the sampler's does.\nHint: {FLOAT32_SUM}")
             return False
-    rng = np.random.default_rng()
-    envs, agents, actions = 8, 16, 5
-    probs = rng.dirichlet(np.ones(actions), size=(envs, agents)).astype(np.float32)
-    u = thread_uniforms(int(rng.integers(2**32)), np.zeros((envs, agents), np.uint32))[..., 0]
-    for env in range(envs):
-        for agent in range(agents):
-            if not _agrees(draw, probs[env, agent], u[env, agent],
-                           f"env {env}, agent {agent} with the sampler's own u",
-                           "walk the row from action 0, adding p as you go, and stop at the "
-                           "first action where u < the running sum."):
-                return False
-    print(f"All right: your draw agrees with the sampler on {len(EDGE_CASES)} edge cases and "
-          f"{envs * agents} random agents. It is the loop of draw_from_cdf in sampler/kernels.cu "
-          "and sampler_numba.py.")
-    return True
+        return _run(halves[half], half, label)
+
+    return check_halves(
+        backend, run,
+        lambda: _check_unrun(cuda_c_source),
+        f"every agent drew the sampler's action, on {len(TRAPS)} traps and random rows, in "
+        "both languages.")
 
 
-def _agrees(draw, row: np.ndarray, u: np.float32, about: str, hint: str) -> bool:
-    want = int(inverse_cdf(row, np.asarray(u, np.float32)))
+def bare_float_sums(kernel) -> list[str]:
+    """The names a Numba kernel starts at a bare float (`total = 0.0`) and then adds to: read
+    from its code, because only a GPU shows the float64 that Numba makes of them."""
     try:
-        got = draw(row.copy(), u)
-    except Exception as err:  # the learner's code may fail in any way; say how
-        print(f"{about}: draw([{_show(row)}], {float(u):.8g}) raised {type(err).__name__}: "
-              f"{err}")
-        return False
-    if isinstance(got, (bool, np.bool_)) or not isinstance(got, (int, np.integer)):
-        print(f"{about}: draw returned {got!r}; it should return an action, a whole number.")
-        return False
-    if got != want:
-        print(f"{about}: for probs [{_show(row)}] and u = {float(u):.8g}, "
-              f"draw gave {got}; the sampler draws {want}.\nHint: {hint}")
-        return False
+        tree = ast.parse(textwrap.dedent(inspect.getsource(kernel.py_func)))
+    except (AttributeError, OSError, TypeError, SyntaxError):
+        return []  # no source to read (made by exec, say): the run is all there is
+    bare = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, float)
+            for target in node.targets if isinstance(target, ast.Name)}
+    added = {node.target.id for node in ast.walk(tree) if isinstance(node, ast.AugAssign)
+             and isinstance(node.target, ast.Name)}
+    return sorted(bare & added)
+
+
+def _run(kernel, backend: str, label: str) -> bool:
+    rng = np.random.default_rng()
+    for max_threads, shape in ((NUM_AGENTS, "one block per environment"),
+                               (NUM_AGENTS // 2 + 1, "two blocks per environment")):
+        probs, u = make_draws(rng)
+        store = _store(probs, u)
+        try:
+            launcher = KernelLauncher(store, backend, max_threads=max_threads)
+            names = launcher.load(kernel)
+            if len(names) != 1:
+                print(f"{label}: found {len(names)} kernels ({', '.join(names)}); give one.")
+                return False
+            launcher.launch(names[0])
+        except WdTeachError as err:
+            print(f"{label}: {err}\nHint: the parameters are {PARAMETERS}, named as in the "
+                  "store.")
+            return False
+        except Exception as err:  # the learner's kernel may fail in any way; say how
+            print(f"{label} failed with {shape}: {type(err).__name__}: {err}\nHint: threads "
+                  "past the last agent must do nothing: if agent >= num_agents, return.")
+            return False
+        if not _all_right(store.pull("actions"), probs, u, f"{label}, {shape}"):
+            return False
+    print(f"{label}: ran on {backend} with one and with two blocks per environment: every "
+          "agent drew the reference's action.")
     return True
+
+
+def _store(probs: np.ndarray, u: np.ndarray) -> DataStore:
+    store = DataStore(NUM_ENVS, NUM_AGENTS)
+    store.push("probs", probs, per="agent")
+    store.push("u", u, per="agent")
+    store.push("actions", np.full((NUM_ENVS, NUM_AGENTS), UNWRITTEN, np.int32), per="agent")
+    store.set_constant("num_actions", NUM_ACTIONS)
+    return store
+
+
+def _all_right(got: np.ndarray, probs: np.ndarray, u: np.ndarray, where: str) -> bool:
+    """Compare with the reference; name the first agent that drew wrong, and why."""
+    want = inverse_cdf(probs, u)
+    wrong = got != want
+    if not wrong.any():
+        return True
+    env, agent = (int(i) for i in np.argwhere(wrong)[0])
+    row, drew = probs[env, agent], int(got[env, agent])
+    about = TRAPS[agent].about if agent < len(TRAPS) else "a random row, the sampler's own u"
+    print(f"{where}: {int(wrong.sum())} of {wrong.size} agents drew the wrong action. The first "
+          f"is env {env}, agent {agent} ({about}): probs [{_show(row)}], u = "
+          f"{float(u[env, agent]):.8g}; your kernel drew {drew}, the reference draws "
+          f"{int(want[env, agent])}.")
+    if drew == UNWRITTEN:
+        print("Hint: nothing was written to this agent's action: every agent's thread writes "
+              "actions[env, agent] once, after its loop.")
+    elif 0 <= drew < NUM_ACTIONS and row[drew] == 0:
+        print(f"Hint: action {drew} has p = 0, and an impossible action must never be drawn. "
+              f"{TRAPS[agent].hint if agent < len(TRAPS) else RANDOM_HINT}")
+    else:
+        print(f"Hint: {TRAPS[agent].hint if agent < len(TRAPS) else RANDOM_HINT}")
+    return False
+
+
+def _check_unrun(source) -> bool:
+    """Where PyCUDA cannot run: read the CUDA C for a double running sum, then bind and
+    compile it."""
+    try:
+        code = re.sub(r"//[^\n]*|/\*.*?\*/", "", cuda_c.read_source(source), flags=re.S)
+    except WdTeachError as err:
+        print(f"{LABEL}: {err}")
+        return False
+    if re.search(r"\bdouble\b", code):
+        print(f"{LABEL}: it adds in double. Hint: {FLOAT32_SUM}")
+        return False
+    return compile_only(source, _store(*make_draws(np.random.default_rng())),
+                        f"the parameters are {PARAMETERS}, named as in the store.",
+                        name="draw_actions")
 
 
 def _show(row: np.ndarray) -> str:

@@ -12,7 +12,8 @@ writes the step as a Numba kernel and as CUDA C; the checker runs each half that
 machine can run beside the reference through `check_consistency`, once with one block per
 environment and once with each environment split over two blocks, and points at the first
 array that parts. Where PyCUDA cannot run, the CUDA C half is compiled with nvcc and its
-parameters are checked against the store.
+parameters are checked against the store, but it is not run: the verdict says so, and keeps
+"All right" for a machine where both halves ran.
 
 The second exercise, `check_spacing_step`, is the step of agents that read each other: each
 agent moves, then finds its nearest neighbour among the moved agents. Between the two
@@ -37,12 +38,11 @@ from gymnasium import spaces
 
 from wd_teach import cuda_c
 from wd_teach._simulator import simulator_on
-from wd_teach.device import choose_backend, discover
 from wd_teach.env import OBS, Env, EpisodeMetric, StateArray, Tolerance, require
 from wd_teach.env.consistency import check_consistency
 from wd_teach.env.wrapper import EnvWrapper
 from wd_teach.errors import WdTeachError
-from wd_teach.exercises.cuda_c_check import LABEL, bind_and_compile
+from wd_teach.exercises.cuda_c_check import LABEL, check_halves, compile_only
 from wd_teach.exercises.gather.env import Gather, GatherConfig
 from wd_teach.launch import MAX_THREADS_PER_BLOCK
 from wd_teach.sizes import lesson_sizes
@@ -157,26 +157,17 @@ class ParkingLine(Env):
 
 
 def check_parking_step(numba_kernel, cuda_c_source, backend: str | None = None) -> bool:
-    """Check both halves of the exercise; `backend` is the one the notebook runs on."""
+    """Check both halves of the exercise; `backend` is the one the notebook runs on. True
+    when nothing that was checked is wrong (the last line says what was not run)."""
     if numba_kernel is None or cuda_c_source is None:
         print("Not yet: write both the Numba kernel and the CUDA C source of parking_step.")
         return False
-    backend = choose_backend(backend)
-    order = [backend, *(b for b in ("numba", "pycuda") if b != backend)]
-    right = True
-    for half in order:
-        label = "Numba kernel" if half == "numba" else "CUDA C kernel"
-        if half in discover().backends:
-            ok = _run_beside_reference(numba_kernel, cuda_c_source, half, label)
-        elif half == "pycuda":
-            ok = _compile_only(cuda_c_source)
-        else:
-            print(f"{label}: Numba cannot run here, so it was not checked. See wd_teach.doctor().")
-            ok = False
-        right = right and ok
-    if right:
-        print("All right: the particles park, in every environment, on every step.")
-    return right
+    return check_halves(
+        backend,
+        lambda half, label: _run_beside_reference(numba_kernel, cuda_c_source, half, label),
+        lambda: compile_only(cuda_c_source, EnvWrapper(ParkingLine(), 1, "numpy").store,
+                             f"the parameters are {PARAMETERS}.", name="parking_step"),
+        "the particles park, in every environment, on every step, in both languages.")
 
 
 def _run_beside_reference(numba_kernel, cuda_c_source, backend: str, label: str) -> bool:
@@ -207,23 +198,6 @@ def _run_beside_reference(numba_kernel, cuda_c_source, backend: str, label: str)
     print(f"{label}: ran on {backend} beside the NumPy reference for {steps} steps, with one "
           "and with two blocks per environment: they agree at every step.")
     return True
-
-
-def _compile_only(source) -> bool:
-    """Where PyCUDA cannot run: bind the parameters by name and compile with nvcc."""
-    try:
-        text = cuda_c.read_source(source)
-        signatures = cuda_c.kernel_signatures(text)
-    except WdTeachError as err:
-        print(f"{LABEL}: {err}")
-        return False
-    if list(signatures) != ["parking_step"]:
-        print(f'{LABEL}: found extern "C" __global__ kernels {list(signatures)}; write one, '
-              "named parking_step.")
-        return False
-    store = EnvWrapper(ParkingLine(), 1, "numpy").store
-    return bind_and_compile(text, "parking_step", signatures["parking_step"], store,
-                            f"the parameters are {PARAMETERS}.")
 
 
 # -- the second exercise: keep your distance (agents that read each other) -------------------
@@ -331,39 +305,31 @@ class Spacing(Gather):
 
 
 def check_spacing_step(numba_kernel, cuda_c_source, backend: str | None = None) -> bool:
-    """Check both halves of the spacing exercise; `backend` is the one the notebook runs."""
+    """Check both halves of the spacing exercise; `backend` is the one the notebook runs.
+    True when nothing that was checked is wrong (the last line says what was not run)."""
     if numba_kernel is None or cuda_c_source is None:
         print("Not yet: write both the Numba kernel and the CUDA C source of spacing_step.")
         return False
-    backend = choose_backend(backend)
-    order = [backend, *(b for b in ("numba", "pycuda") if b != backend)]
-    right, ran = True, []
-    for half in order:
-        label = "Numba kernel" if half == "numba" else "CUDA C kernel"
+
+    def run(half: str, label: str) -> bool:
         problems = (numba_barrier_problems(numba_kernel) if half == "numba"
                     else cuda_c_barrier_problems(cuda_c_source))
         if EARLY_RETURN in problems:
             print(f"{label}: not run, because {EARLY_RETURN}")
-            right = False
-        elif half in discover().backends:
-            ok = _run_spacing(numba_kernel, cuda_c_source, half, label, problems)
-            right, ran = right and ok, [*ran, label]
-        elif half == "pycuda":
-            if problems:
-                print(f"{label}: {problems[0]}")
-                right = False
-            else:
-                right = _compile_spacing(cuda_c_source) and right
-        else:
-            print(f"{label}: Numba cannot run here, so it was not checked. See wd_teach.doctor().")
-            right = False
-    if right and len(ran) == 2:
-        print("All right: every agent moves, waits, then finds its nearest neighbour, in "
-              "every environment, on every step.")
-    elif right:
-        print(f"Right as far as it was run: the {ran[0]} agrees with the reference. The other "
-              "half was not run on this machine (see above): run this cell on a GPU to run it.")
-    return right
+            return False
+        return _run_spacing(numba_kernel, cuda_c_source, half, label, problems)
+
+    def check_unrun_cuda_c() -> bool:
+        problems = cuda_c_barrier_problems(cuda_c_source)
+        if problems:
+            print(f"{LABEL}: {problems[0]}")
+            return False
+        return compile_only(cuda_c_source, EnvWrapper(Spacing(), 1, "numpy").store,
+                            f"the parameters are {SPACING_PARAMETERS}.", name="spacing_step")
+
+    return check_halves(backend, run, check_unrun_cuda_c,
+                        "every agent moves, waits, then finds its nearest neighbour, in every "
+                        "environment, on every step, in both languages.")
 
 
 def numba_barrier_problems(kernel) -> list[str]:
@@ -468,20 +434,3 @@ def _within_time_limit(run):
     worker.start()
     worker.join(TIME_LIMIT)
     return outcome[0] if outcome else None
-
-
-def _compile_spacing(source) -> bool:
-    """Where PyCUDA cannot run: bind the parameters by name and compile with nvcc."""
-    try:
-        text = cuda_c.read_source(source)
-        signatures = cuda_c.kernel_signatures(text)
-    except WdTeachError as err:
-        print(f"{LABEL}: {err}")
-        return False
-    if list(signatures) != ["spacing_step"]:
-        print(f'{LABEL}: found extern "C" __global__ kernels {list(signatures)}; write one, '
-              "named spacing_step.")
-        return False
-    store = EnvWrapper(Spacing(), 1, "numpy").store
-    return bind_and_compile(text, "spacing_step", signatures["spacing_step"], store,
-                            f"the parameters are {SPACING_PARAMETERS}.")
