@@ -38,6 +38,7 @@ from wd_teach.device import ENV_BACKENDS
 from wd_teach.env import Env, registry
 from wd_teach.errors import ConfigError, EnvError
 from wd_teach.ranges import SEED_LIMIT, require_number, require_whole
+from wd_teach.train.logger import LOGGERS
 from wd_teach.train.speed import PRECISIONS
 
 BACKEND_NAMES = ENV_BACKENDS
@@ -90,6 +91,7 @@ class TrainerSection:
     cuda_graphs: bool = True  # on a GPU, replay each rollout (and A2C's update) as a graph
     precision: str = "fp32"  # the policy's matmuls: fp32, tf32 or bf16 (GPU only)
     chunk_samples: int = 1_048_576  # the update's forward/backward in parts of this size
+    logger: str = "csv"  # csv: files at the end; tensorboard: event files as it trains too
 
 
 @dataclass(frozen=True)
@@ -212,6 +214,9 @@ def build(raw: dict) -> TrainConfig:
     if trainer.precision not in PRECISIONS:
         raise ConfigError(f"trainer.precision must be one of {', '.join(PRECISIONS)}, got "
                           f"{trainer.precision!r}.")
+    if trainer.logger not in LOGGERS:
+        raise ConfigError(f"trainer.logger must be one of {', '.join(LOGGERS)}, got "
+                          f"{trainer.logger!r}.")
     for name, policy in policies.items():
         if not policy.hidden or min(policy.hidden) < 1:
             raise ConfigError(f"policies.{name}.hidden must list at least one positive "
