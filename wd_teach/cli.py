@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 # Only what every command needs: the rest is imported inside each command, so that
@@ -51,6 +50,7 @@ def _demo(args: argparse.Namespace) -> int:
         print("no backend can run kernels here; see `wd-teach doctor`.", file=sys.stderr)
         return 1
     from wd_teach.demo import DEMO_CUDA_C, move, reference_move  # Numba: only now
+    from wd_teach.timing import time_calls
 
     rng = np.random.default_rng(args.seed)
     pos = rng.uniform(-1, 1, (sizes.num_envs, sizes.num_agents)).astype(np.float32)
@@ -72,14 +72,8 @@ def _demo(args: argparse.Namespace) -> int:
         launcher.load(DEMO_CUDA_C if backend == "pycuda" else move)
         launcher.launch("move")  # compile and warm up outside the timed loop
         store.restore()
-        start = time.perf_counter()
-        for _ in range(args.steps):
-            launcher.launch("move")
-        if store.device.type == "cuda":
-            import torch
-
-            torch.cuda.synchronize()
-        seconds = time.perf_counter() - start
+        seconds = time_calls(lambda launcher=launcher: launcher.launch("move"), args.steps,
+                             device=store.device).total
         error = float(np.abs(store.pull("pos") - want).max())
         failed |= not error < 1e-4
         rate = args.steps * sizes.agent_slots / seconds

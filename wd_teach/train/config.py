@@ -41,7 +41,6 @@ from wd_teach.ranges import SEED_LIMIT, require_number, require_whole
 from wd_teach.train.logger import LOGGERS
 from wd_teach.train.speed import PRECISIONS
 
-BACKEND_NAMES = ENV_BACKENDS
 SECTIONS = ("env", "policies", "algorithm", "trainer")
 #: Counts that kernels and the store hold as int32 stay below this.
 INT32_LIMIT = 2**31
@@ -195,9 +194,9 @@ def build(raw: dict) -> TrainConfig:
             raise ConfigError(f"the config has no {section!r} section.")
     env = _section(EnvSection, raw["env"], "env")
     find_env(env.name)
-    if env.backend is not None and env.backend not in BACKEND_NAMES:
+    if env.backend is not None and env.backend not in ENV_BACKENDS:
         raise ConfigError(f"env.backend={env.backend!r}: choose one of "
-                          f"{', '.join(BACKEND_NAMES)}, or leave it out (null) for the best "
+                          f"{', '.join(ENV_BACKENDS)}, or leave it out (null) for the best "
                           "this machine runs.")
     policies_raw = _check_mapping(raw["policies"], "policies")
     policies = {str(name): _section(PolicySection, spec or {}, f"policies.{name}")
