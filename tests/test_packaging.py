@@ -3,6 +3,7 @@
 import importlib.metadata
 import os
 import re
+import shutil
 import site
 import subprocess
 import sys
@@ -127,8 +128,12 @@ def wheel(tmp_path_factory) -> tuple[Path, str]:
         if have not in requirement.specifier:
             pytest.skip(f"building a wheel needs {requirement}; this environment has {have}")
     folder = tmp_path_factory.mktemp("wheel")
+    # From a copy without build outputs: setuptools builds in the source tree and would ship
+    # whatever an earlier build left in build/lib, and would leave its own there.
+    source = Path(shutil.copytree(REPO, folder / "source", ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", "runs")))
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-v", "--no-deps",
-                           "--no-build-isolation", "--no-index", str(REPO), "-w", str(folder)],
+                           "--no-build-isolation", "--no-index", str(source), "-w", str(folder)],
                           capture_output=True, text=True, timeout=600, env=quiet_environment())
     assert done.returncode == 0, done.stderr
     return next(folder.glob("*.whl")), done.stdout + done.stderr
