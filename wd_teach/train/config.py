@@ -18,6 +18,12 @@ from anywhere.
 Everything is checked before anything is built: unknown keys (with the nearest known one),
 values of the wrong type, an algorithm that does not exist. A policy is removed by setting
 it to null. Changing `algorithm.name` drops the defaults that only the old algorithm knew.
+
+Why by hand, not OmegaConf's structured configs: OmegaConf reads `1:10` as the number 70
+(YAML 1.1), so this YAML loader would stay; it quietly takes 1 or 'yes' for true and 1 for
+the string '1', which this module refuses; and its messages ("Value 'many' of type 'str'
+could not be converted to Integer") would each need translating back into the ones below,
+which name the key, the kind of value wanted and what was given. Little code would go.
 """
 
 from __future__ import annotations
