@@ -39,7 +39,7 @@ from wd_teach import (
 from wd_teach.cli import main
 from wd_teach.demo import move
 from wd_teach.env.wrapper import EnvWrapper
-from wd_teach.errors import EnvError
+from wd_teach.errors import EnvError, TrainError
 from wd_teach.train.config import load_config
 from wd_teach.train.trainer import Trainer
 from wd_teach_envs.cartpole import CartPole
@@ -302,6 +302,10 @@ CASES = [
      r"unknown key 'trainer.lrr'.*Did you mean 'trainer.lr'"),
     ("config: wrong type", lambda: config("trainer.steps=many"), ConfigError,
      r"trainer.steps must be a whole number, got 'many'"),
+    ("config: logger foo", lambda: config("trainer.logger=foo"), ConfigError,
+     r"trainer.logger must be one of csv, tensorboard, got 'foo'"),
+    ("config: logger not a string", lambda: config("trainer.logger=1"), ConfigError,
+     r"trainer.logger must be a string, got 1"),
     ("config: not a mapping", lambda: load_config(42), ConfigError,
      r"a config is an env name, a YAML path, a dict or a TrainConfig; got int"),
     ("config: unknown env", lambda: load_config("snake"), ConfigError,
@@ -315,6 +319,11 @@ CASES = [
      r"env.num_envs=1 with 70,000,002 agents each does not fit the device"),
     ("trainer: env param out of range", lambda: trainer("env.params.tau=.nan"), ConfigError,
      r"env.params: tau must be positive, got nan"),
+    ("trainer: logger foo", lambda: Trainer("cartpole", gpu=False, logger="foo"), ConfigError,
+     r"trainer.logger must be one of csv, tensorboard, got 'foo'"),
+    ("trainer: tensorboard without a run folder",
+     lambda: trainer("trainer.logger=tensorboard").train(1, progress=False), TrainError,
+     r"logger='tensorboard' writes its event files into the run's folder: give one"),
 ]
 
 
@@ -345,6 +354,8 @@ CLI_CASES = [
      r"wd-teach: --set takes key=value"),
     ("cli: train --seed -1", ["train", "cartpole", "--seed", "-1"],
      r"wd-teach: trainer.seed must be a whole number in \[0, 2\*\*32\), got -1"),
+    ("cli: train logger foo by --set", ["train", "cartpole", "--set", "trainer.logger=foo"],
+     r"wd-teach: trainer.logger must be one of csv, tensorboard, got 'foo'"),
     ("cli: demo on pycuda", ["demo", "--backend", "pycuda"],
      r"wd-teach: the pycuda backend runs CUDA C on an NVIDIA GPU"),
 ]
@@ -360,6 +371,8 @@ def test_bad_command_lines_exit_2_with_a_message(capsys, argv, message):
 @pytest.mark.parametrize("argv, message", [
     (["train", "cartpole", "--envs", "0"], r"takes a positive whole number or 'auto'"),
     (["demo", "--backend", "cupy"], r"invalid choice: 'cupy'"),
+    (["train", "cartpole", "--logger", "foo"],
+     r"--logger: invalid choice: 'foo' \(choose from '?csv'?, '?tensorboard'?\)"),
 ])
 def test_argparse_refuses_with_exit_2(capsys, argv, message):
     with pytest.raises(SystemExit) as exit_:

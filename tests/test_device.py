@@ -115,5 +115,5 @@ def test_backend_names_come_from_one_list():
     from wd_teach.train import config
 
     assert ENV_BACKENDS == (*wd_teach.BACKENDS, NUMPY)
-    assert bench.ALL_BACKENDS is config.BACKEND_NAMES is ENV_BACKENDS
+    assert bench.ENV_BACKENDS is config.ENV_BACKENDS is ENV_BACKENDS  # imported, not copied
     assert wrapper.NUMPY is NUMPY

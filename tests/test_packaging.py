@@ -1,7 +1,10 @@
 """The package's promises about itself: what it needs, and that it imports anywhere."""
 
 import importlib.metadata
+import os
 import re
+import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -90,35 +93,126 @@ def test_import_needs_no_gpu_no_nvcc_no_pycuda(tmp_path):
     assert done.stdout.split() == ["6.0", "None"]
 
 
-def test_envs_ship_under_a_name_that_is_not_bare_envs():
-    assert PYPROJECT["tool"]["setuptools"]["package-dir"]["wd_teach_envs"] == "envs"
-    setup = (REPO / "setup.py").read_text()
-    assert '"wd_teach_envs"' in setup and 'f"wd_teach_envs.{name}"' in setup
+# -- the wheel, built and installed as a user would ---------------------------------------------
+
+#: What the wheel must carry beside the Python files: kernels, headers, configs.
+DATA_SUFFIXES = (".cu", ".cuh", ".yaml")
+#: CartPole at toy size from the command line: a run of one iteration takes seconds.
+TINY_RUN = ["--iterations", "1", "--envs", "4", "--set", "trainer.steps=8",
+            "--set", "algorithm.num_minibatches=2", "--quiet"]
 
 
-def test_the_wheel_carries_every_env_folder_with_its_kernels_and_config(tmp_path):
-    """Packages and data are found from the folders: nothing lists an env by hand."""
-    import zipfile
+def quiet_environment(**more) -> dict:
+    """The environment for a build or an installed command: no PYTHONPATH (nothing may come
+    from the checkout), and byte-compiling allowed (where it is off, setuptools says so in a
+    line that starts with 'warning:', which is about this machine, not the package)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")}
+    return {**env, **more}
 
-    from wd_teach.env.registry import ENV_FILES, shipped_envs
 
+def warnings_in(output: str) -> list[str]:
+    return [line for line in output.splitlines() if re.search(r"warn", line, re.IGNORECASE)]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> tuple[Path, str]:
+    """The wheel built from the checkout offline, with what this environment has, and
+    everything the build printed (pip -v shows the build backend's own output)."""
     needs = [Requirement(r) for r in PYPROJECT["build-system"]["requires"]]
-    for requirement in needs:  # built offline, with what this environment has
+    for requirement in needs:
         try:
             have = importlib.metadata.version(requirement.name)
         except importlib.metadata.PackageNotFoundError:
             pytest.skip(f"building a wheel needs {requirement}, which is not installed")
         if have not in requirement.specifier:
             pytest.skip(f"building a wheel needs {requirement}; this environment has {have}")
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
-                           "--no-build-isolation", str(REPO), "-w", str(tmp_path)],
-                          capture_output=True, text=True, timeout=600)
+    folder = tmp_path_factory.mktemp("wheel")
+    # From a copy without build outputs: setuptools builds in the source tree and would ship
+    # whatever an earlier build left in build/lib, and would leave its own there.
+    source = Path(shutil.copytree(REPO, folder / "source", ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", "runs")))
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-v", "--no-deps",
+                           "--no-build-isolation", "--no-index", str(source), "-w", str(folder)],
+                          capture_output=True, text=True, timeout=600, env=quiet_environment())
     assert done.returncode == 0, done.stderr
-    names = set(zipfile.ZipFile(next(tmp_path.glob("*.whl"))).namelist())
+    return next(folder.glob("*.whl")), done.stdout + done.stderr
+
+
+def test_building_the_wheel_prints_no_warning(wheel):
+    _, output = wheel
+    assert warnings_in(output) == []
+
+
+def test_envs_ship_under_a_name_that_is_not_bare_envs(wheel):
+    import zipfile
+
+    assert PYPROJECT["tool"]["setuptools"]["package-dir"]["wd_teach_envs"] == "envs"
+    names = zipfile.ZipFile(wheel[0]).namelist()
+    tops = {n.split("/")[0] for n in names if ".dist-info/" not in n}
+    assert tops == {"wd_teach", "wd_teach_envs"}
+    assert not [n for n in names if "__pycache__" in n]
+
+
+def test_the_wheel_carries_every_env_folder_with_its_kernels_and_config(wheel):
+    """Packages and data are found from the folders: nothing lists an env by hand."""
+    import zipfile
+
+    from wd_teach.env.registry import ENV_FILES, shipped_envs
+
+    names = set(zipfile.ZipFile(wheel[0]).namelist())
     for env in shipped_envs():
         for file in ("__init__.py", *ENV_FILES):
             assert f"wd_teach_envs/{env}/{file}" in names, f"the wheel lacks {env}/{file}"
-    kernels = sorted(p.relative_to(REPO).as_posix() for folder in ("wd_teach", "envs")
-                     for p in (REPO / folder).rglob("*.cu*") if p.suffix in (".cu", ".cuh"))
-    shipped = [k.replace("envs/", "wd_teach_envs/", 1) for k in kernels]
-    assert kernels and [k for k in shipped if k not in names] == [], "the wheel lacks kernels"
+
+
+def test_the_wheel_carries_every_kernel_header_and_config_of_the_source_tree(wheel):
+    import zipfile
+
+    names = set(zipfile.ZipFile(wheel[0]).namelist())
+    source = sorted(p.relative_to(REPO).as_posix() for folder in ("wd_teach", "envs")
+                    for p in (REPO / folder).rglob("*") if p.suffix in DATA_SUFFIXES)
+    assert {Path(s).suffix for s in source} == set(DATA_SUFFIXES)  # each kind is there
+    shipped = [s.replace("envs/", "wd_teach_envs/", 1) for s in source]
+    assert [s for s in shipped if s not in names] == [], "the wheel lacks these"
+    in_wheel = sorted(n for n in names if n.endswith(DATA_SUFFIXES))
+    assert in_wheel == sorted(shipped), "the wheel has data files the source tree lacks"
+
+
+def test_the_installed_wheel_runs_doctor_and_trains_outside_the_checkout(wheel, tmp_path):
+    """Installed NOT editable into a new virtual environment that sees this one's packages
+    (offline: --no-deps --no-index), then run from a folder outside the checkout: every
+    import comes from the wheel, as on a user's machine."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=120)
+    python = venv / "bin" / "python"
+    site_packages = subprocess.run([python, "-c", "import sysconfig; print(sysconfig."
+                                    "get_paths()['purelib'])"], capture_output=True, text=True,
+                                   check=True).stdout.strip()
+    # This environment's packages, their .pth files processed (site.addsitedir), after the
+    # new environment's own: what --system-site-packages does for a base interpreter.
+    lines = [f"import site; site.addsitedir({p!r})" for p in site.getsitepackages()]
+    (Path(site_packages) / "_this_environment.pth").write_text("\n".join(lines) + "\n")
+    env = quiet_environment()
+    done = subprocess.run([python, "-m", "pip", "install", "--no-deps", "--no-index",
+                           "--ignore-installed", str(wheel[0])], capture_output=True, text=True,
+                          timeout=300, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert warnings_in(done.stdout + done.stderr) == []
+
+    where = subprocess.run([python, "-c", "import wd_teach, wd_teach_envs; print(wd_teach."
+                            "__file__); print(wd_teach_envs.__file__)"], capture_output=True,
+                           text=True, env=env, cwd=tmp_path, timeout=300)
+    assert where.returncode == 0, where.stderr
+    assert all(Path(f).is_relative_to(venv) for f in where.stdout.split()), where.stdout
+    command = venv / "bin" / "wd-teach"
+    doctor = subprocess.run([command, "doctor"], capture_output=True, text=True, env=env,
+                            cwd=tmp_path, timeout=300)
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    assert "backends that can run here" in doctor.stdout
+    run = subprocess.run([command, "train", "cartpole", *TINY_RUN, "--out", "run"],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert {"config.yaml", "metrics.csv", "checkpoint.safetensors"} <= {
+        p.name for p in (tmp_path / "run").iterdir()}

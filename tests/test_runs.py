@@ -5,6 +5,7 @@ message, a load is all or nothing, and --resume refuses what a checkpoint fixes.
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -123,6 +124,29 @@ def test_a_bad_config_with_force_deletes_nothing(run, capsys):
     assert main(["train", "cartpole", "--set", "trainer.lrr=1", "--out", str(run),
                  "--force"]) == 2
     assert "Did you mean 'trainer.lr'" in capsys.readouterr().err
+    assert hashes(run) == before
+
+
+#: A bad logger, given each way the command takes one: (flags, what stderr says).
+BAD_LOGGERS = [
+    (["--logger", "foo"], r"--logger: invalid choice: 'foo'"),
+    (["--set", "trainer.logger=foo"],
+     r"trainer.logger must be one of csv, tensorboard, got 'foo'"),
+    (["--set", "trainer.logger=[tensorboard]"],
+     r"trainer.logger must be a string, got \['tensorboard'\]"),
+]
+
+
+@pytest.mark.parametrize("flags, message", BAD_LOGGERS)
+def test_a_bad_logger_is_refused_before_anything_is_written(flags, message, run, capsys):
+    """Refused before the run starts: with --force, the old run is still all there."""
+    before = hashes(run)
+    try:
+        code = main(["train", "cartpole", *TINY_CLI, *flags, "--out", str(run), "--force"])
+    except SystemExit as exit_:  # argparse's own refusal
+        code = exit_.code
+    assert code == 2
+    assert re.search(message, capsys.readouterr().err)
     assert hashes(run) == before
 
 

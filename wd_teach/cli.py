@@ -11,7 +11,8 @@
                                process each, the gradients averaged (wd_teach.scale.distributed);
                                --envs auto: as many envs as fit the GPU (wd_teach.scale.autoscale);
                                a folder that holds a run is never overwritten (--force
-                               replaces it; --resume goes on from it)
+                               replaces it; --resume goes on from it); --logger tensorboard
+                               also writes TensorBoard event files as it trains
     wd-teach bench [WHAT]      throughput against envs and agents: env, sampler, rollout,
                                train or all (wd_teach.scale.bench); a table, and JSON with --out
 """
@@ -20,13 +21,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 # Only what every command needs: the rest is imported inside each command, so that
 # `wd-teach doctor` runs on a machine that lacks the very pieces it is there to report.
 from wd_teach.device import BACKENDS, ENV_BACKENDS
 from wd_teach.errors import WdTeachError
+from wd_teach.train.logger import LOGGERS, TENSORBOARD_FOLDER
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -49,6 +50,7 @@ def _demo(args: argparse.Namespace) -> int:
         print("no backend can run kernels here; see `wd-teach doctor`.", file=sys.stderr)
         return 1
     from wd_teach.demo import DEMO_CUDA_C, move, reference_move  # Numba: only now
+    from wd_teach.timing import time_calls
 
     rng = np.random.default_rng(args.seed)
     pos = rng.uniform(-1, 1, (sizes.num_envs, sizes.num_agents)).astype(np.float32)
@@ -70,14 +72,8 @@ def _demo(args: argparse.Namespace) -> int:
         launcher.load(DEMO_CUDA_C if backend == "pycuda" else move)
         launcher.launch("move")  # compile and warm up outside the timed loop
         store.restore()
-        start = time.perf_counter()
-        for _ in range(args.steps):
-            launcher.launch("move")
-        if store.device.type == "cuda":
-            import torch
-
-            torch.cuda.synchronize()
-        seconds = time.perf_counter() - start
+        seconds = time_calls(lambda launcher=launcher: launcher.launch("move"), args.steps,
+                             device=store.device).total
         error = float(np.abs(store.pull("pos") - want).max())
         failed |= not error < 1e-4
         rate = args.steps * sizes.agent_slots / seconds
@@ -102,6 +98,8 @@ def _train(args: argparse.Namespace) -> int:
         overrides.setdefault("trainer", {})["seed"] = args.seed
     if isinstance(args.envs, int):
         overrides.setdefault("env", {})["num_envs"] = args.envs
+    if args.logger:
+        overrides.setdefault("trainer", {})["logger"] = args.logger
     # Bad input first: the config is checked before the folder is looked at or the GPU used.
     config = load_config(args.config or args.env,
                          overrides={"env": {"name": args.env}, **overrides}, sets=args.set)
@@ -132,7 +130,7 @@ def _resume(args: argparse.Namespace) -> int:
                          f"--resume {checkpoint}`.")
     out = Path(args.out) if args.out else checkpoint.parent
     check_run_folder(out, args.env, force=args.force, resuming=checkpoint)
-    return _train_into(Trainer.from_checkpoint(checkpoint), out, args)
+    return _train_into(Trainer.from_checkpoint(checkpoint, logger=args.logger), out, args)
 
 
 def _env_name(name_or_path) -> str:
@@ -160,7 +158,7 @@ FIXED_BY_A_CHECKPOINT = {
 def _refuse_what_a_checkpoint_fixes(args: argparse.Namespace) -> None:
     """--resume goes on exactly as the run would have: refuse, in one message, every flag
     given that would change what the checkpoint fixes (--iterations, --out, --quiet,
-    --profile and --force apply)."""
+    --profile, --logger and --force apply)."""
     from wd_teach.errors import TrainError
 
     given = {"--envs": args.envs is not None, "--seed": args.seed is not None,
@@ -194,6 +192,7 @@ def _train_into(trainer, out: Path, args: argparse.Namespace) -> int:
     write_text(out / "config.yaml", trainer.config.to_yaml())
     where = "GPU" if trainer.device.type == "cuda" else "CPU"
     print(f"{trainer}\non the {where}; writing to {out}/")
+    _tensorboard_hint(trainer.config, out)
     trainer.train(args.iterations, progress=not args.quiet, profile=args.profile, out=out)
     _write_results(trainer.history, trainer.config, [g.name for g in trainer.groups], out,
                    args.profile)
@@ -229,10 +228,18 @@ def _train_data_parallel(args: argparse.Namespace, config, out: Path) -> int:
     print(f"{config.env.name}, {config.algorithm_name}: {args.gpus} GPUs x "
           f"{config.env.num_envs} envs, seeds {config.trainer.seed} to "
           f"{config.trainer.seed + args.gpus - 1}; writing to {out}/")
+    _tensorboard_hint(config, out)
     history = train_data_parallel(config, args.gpus, args.iterations, out=out, gpu=True,
                                   progress=not args.quiet, profile=args.profile)
     _write_results(history, config, list(config.policies), out, args.profile)
     return 0
+
+
+def _tensorboard_hint(config, out: Path) -> None:
+    """How to watch a run that writes TensorBoard events, while it trains."""
+    if config.trainer.logger == "tensorboard":
+        print(f"TensorBoard events in {out / TENSORBOARD_FOLDER}/; watch them live with "
+              f"`tensorboard --logdir {out}`")
 
 
 def _auto_envs(args: argparse.Namespace) -> int:
@@ -346,6 +353,10 @@ def main(argv: list[str] | None = None) -> int:
                        help="go on from a checkpoint, or from the latest one in a run "
                             "folder; the checkpoint fixes envs, seed and config, so --envs, "
                             "--seed, --set, --config, --backend and --gpus are refused")
+    train.add_argument("--logger", choices=LOGGERS,
+                       help="csv (default): the metrics as CSV, JSON and pictures when the "
+                            "run ends; tensorboard: those, and TensorBoard event files in "
+                            f"OUT/{TENSORBOARD_FOLDER}/ as it trains (trainer.logger)")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
     train.set_defaults(run=_train)
     bench = commands.add_parser("bench", help="throughput against envs and agents")

@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from wd_teach.cli import main as cli
+from wd_teach.device import BACKENDS
 from wd_teach.scale.autoscale import fit_num_envs
 from wd_teach.scale.bench import format_table, run_bench
 
-BACKENDS = ["pycuda", "numba"]
 SMALL = ["env.params.episode_length=20", "trainer.steps=20",
          "policies.taggers.hidden=[64, 64]", "policies.runners.hidden=[64, 64]"]
 

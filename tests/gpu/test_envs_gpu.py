@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 import torch
 
+from wd_teach.device import BACKENDS as KERNEL_BACKENDS
+from wd_teach.device import NUMPY
 from wd_teach.env.consistency import check_consistency
 from wd_teach.env.wrapper import EnvWrapper, steps_per_second
 from wd_teach.errors import EnvError
@@ -20,7 +22,7 @@ from wd_teach_envs.pendulum import Pendulum
 from wd_teach_envs.tag_continuous import TagContinuous
 from wd_teach_envs.tag_grid import TagGrid
 
-BACKENDS = ["numpy", "numba", "pycuda"]
+BACKENDS = (NUMPY, *KERNEL_BACKENDS)  # the NumPy reference first
 NUM_ENVS = 200
 
 #: name: (env, steps, options). The benchmark game (10 taggers, 100 runners, 10 nearest),

@@ -6,9 +6,8 @@ import pytest
 import wd_teach
 from wd_teach import CompileError, DataStore, KernelLauncher
 from wd_teach.demo import DEMO_CUDA_C, move, reference_move
+from wd_teach.device import BACKENDS
 from wd_teach.env.registry import find_env, shipped_envs
-
-BACKENDS = ["pycuda", "numba"]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from wd_teach import DataStore, EpisodeLog, Resetter
+from wd_teach.device import BACKENDS
 
-BACKENDS = ["pycuda", "numba"]
 ENVS, AGENTS = 2_000, 1_500  # two blocks per environment
 
 

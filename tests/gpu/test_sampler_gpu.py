@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from wd_teach import DataStore, Sampler
+from wd_teach.device import BACKENDS
 from wd_teach.sampler.reference import chi_square_test, reference_sample
 
-BACKENDS = ["pycuda", "numba"]
 #: Four distributions over 10 actions, some with impossible actions; agent a uses row a % 4.
 ROWS = torch.tensor([
     [0.1] * 10,

@@ -4,10 +4,10 @@ on both kernel backends, with no host round trip, and re-record when memory move
 import pytest
 import torch
 
+from wd_teach.device import BACKENDS
 from wd_teach.launch import kernel_stream
 from wd_teach.train.trainer import Trainer
 
-BACKENDS = ["pycuda", "numba"]
 SMALL_TAG = ["env.num_envs=16", "env.params.num_taggers=3", "env.params.num_runners=20",
              "env.params.num_nearest=5", "env.params.episode_length=20", "trainer.steps=20",
              "policies.taggers.hidden=[64, 64]", "policies.runners.hidden=[64, 64]"]

@@ -6,9 +6,9 @@ import math
 import pytest
 import torch
 
+from wd_teach.device import BACKENDS
 from wd_teach.train.trainer import Trainer
 
-BACKENDS = ["pycuda", "numba"]
 SMALL_TAG = ["env.num_envs=16", "env.params.num_taggers=3", "env.params.num_runners=20",
              "env.params.num_nearest=5", "env.params.episode_length=20", "trainer.steps=20",
              "policies.taggers.hidden=[64, 64]", "policies.runners.hidden=[64, 64]"]

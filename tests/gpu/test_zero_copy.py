@@ -9,6 +9,7 @@ import torch
 from numba import cuda
 
 from wd_teach import DataStore, KernelLauncher
+from wd_teach.device import BACKENDS
 
 ADD_ONE = r"""
 #include "wd_teach.cuh"
@@ -62,7 +63,7 @@ def test_pycuda_runs_in_torchs_context():
     allocation.free()
 
 
-@pytest.mark.parametrize("backend", ["pycuda", "numba"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_store_lives_on_the_gpu(backend):
     store = DataStore(4, 4)
     store.push("x", np.ones((4, 4), np.float32))

@@ -15,7 +15,6 @@ measured and checked against.
 from __future__ import annotations
 
 import inspect
-import time
 
 import numpy as np
 import torch
@@ -27,6 +26,7 @@ from wd_teach.env import ACTIONS, DONE, OBS, REWARDS, TIMESTEP, Env
 from wd_teach.errors import EnvError, TooLargeError
 from wd_teach.launch import MAX_THREADS_PER_BLOCK, KernelLauncher, launch_geometry
 from wd_teach.reset.reset import Resetter
+from wd_teach.timing import time_calls
 
 #: Every backend a wrapper can run: the two kernel backends and the NumPy reference.
 INT32_MAX = np.iinfo(np.int32).max
@@ -279,18 +279,11 @@ class EnvWrapper:
 
 def steps_per_second(wrapper: EnvWrapper, steps: int, warmup: int = 2) -> float:
     """Environment steps per second (num_envs steps each call), measured over `steps`
-    calls of `wrapper.step()` with one fixed set of random actions. The clock stops after
-    the device has finished (torch.cuda.synchronize)."""
+    calls of `wrapper.step()` with one fixed set of random actions, from the first call's
+    start to the last call's end on the device (wd_teach.timing)."""
     wrapper.put_actions(wrapper.random_actions())
-    sync = torch.cuda.synchronize if wrapper.device.type == "cuda" else (lambda: None)
-    for _ in range(warmup):
-        wrapper.step()
-    sync()
-    start = time.perf_counter()
-    for _ in range(steps):
-        wrapper.step()
-    sync()
-    return steps * wrapper.num_envs / (time.perf_counter() - start)
+    timed = time_calls(wrapper.step, steps, warmup, wrapper.device)
+    return steps * wrapper.num_envs / timed.total
 
 
 def _bind_reference(step, store: DataStore) -> dict:

@@ -1,15 +1,14 @@
 """How fast the sampler draws, next to torch.multinomial and torch.distributions.Categorical.
 
 One function, `bench_sampler`, that the notebook (03_sampler), the benchmark script
-(bench/sampler.py) and the tests all call. On a GPU it times with CUDA events after a
-warm-up and reports the median of many calls. On a CPU it still runs, at small size, and
-says what the numbers are: torch on the CPU, and Numba on the CUDA simulator (every CUDA
+(bench/sampler.py) and the tests all call. It times with wd_teach.timing (CUDA events on a
+GPU) after a warm-up and reports the median of many calls. On a CPU it still runs, at small
+size, and says what the numbers are: torch on the CPU, and Numba on the CUDA simulator (every CUDA
 thread a Python thread: a check that the code runs, not a speed).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
@@ -21,6 +20,7 @@ from wd_teach.device import default_device, discover
 from wd_teach.errors import SamplerError
 from wd_teach.sampler.sampler import Sampler
 from wd_teach.sizes import lesson_sizes
+from wd_teach.timing import time_calls
 
 MULTINOMIAL = "torch.multinomial"
 CATEGORICAL = "torch.distributions.Categorical"
@@ -42,31 +42,6 @@ class Timing:
 
     def as_dict(self) -> dict:
         return {**asdict(self), "draws_per_second": self.draws_per_second}
-
-
-def time_call(fn: Callable[[], object], repeats: int, warmup: int,
-              device: torch.device) -> list[float]:
-    """Milliseconds per call of `fn`, `repeats` times after `warmup` calls: CUDA events on a
-    GPU (they time the device's work, not Python's), a wall clock on the CPU."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-        for _ in range(repeats):
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-        return times
-    for _ in range(repeats):
-        begin = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - begin) * 1e3)
-    return times
 
 
 def bench_sampler(num_envs: int | None = None, num_agents: int | None = None,
@@ -104,7 +79,7 @@ def bench_sampler(num_envs: int | None = None, num_agents: int | None = None,
     simulated = "CUDA simulator: Python threads, not a speed"
 
     def row(name: str, fn: Callable[[], object], note: str = "") -> Timing:
-        median = float(np.median(time_call(fn, repeats, warmup, device)))
+        median = float(np.median(time_calls(fn, repeats, warmup, device).per_call)) * 1e3
         return Timing(name, where, median, draws, note)
 
     timings = []

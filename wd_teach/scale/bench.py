@@ -13,10 +13,11 @@ GPU/CPU ratio comes from one run on one machine. It returns a plain dict, ready 
 with the GPU's name, the driver and the versions of what ran; `format_table` prints it.
 The CLI (`wd-teach bench`), bench/throughput.py, notebook 09 and the tests all call it.
 
-Timing: a warm-up first (kernels compile, torch's allocator settles, CUDA graphs are
-recorded on the second call), then `calls` calls between two torch.cuda.synchronize, on the
-wall clock: what a user waits for, Python included. The sampler rows are the median of
-calls timed with CUDA events (sampler_bench). A train row also profiles one more iteration
+Timing (wd_teach.timing, CUDA events on a GPU, perf_counter on the CPU): a warm-up first
+(kernels compile, torch's allocator settles, CUDA graphs are recorded on the second call),
+then `calls` calls, from the first one's start to the last one's end, the gaps between them
+included: what a user waits for, Python included. The sampler rows are the median of the
+calls' own times (wd_teach.sampler.bench). A train row also profiles one more iteration
 (`iterate(profile=True)`): where the time goes. That iteration runs step by step, without
 the CUDA graphs, so its total is longer than a timed iteration; its shares are what count.
 A benchmark reports; it never decides pass or fail on a time.
@@ -35,7 +36,6 @@ import json
 import os
 import platform
 import subprocess
-import time
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -54,11 +54,11 @@ from wd_teach.device import (
 from wd_teach.errors import BenchError, EnvError
 from wd_teach.scale.autoscale import out_of_memory, release_gpu_memory
 from wd_teach.sizes import lesson_sizes
+from wd_teach.timing import time_calls
 from wd_teach.train.config import TrainConfig, load_config, make_env
 
 #: What can be measured, in the order `all` runs them.
 WHATS = ("env", "sampler", "rollout", "train")
-ALL_BACKENDS = ENV_BACKENDS
 #: The sampler's reference row: torch's own draw, on the same probabilities.
 MULTINOMIAL = "torch.multinomial"
 #: The JSON's format, so that a reader can tell what it holds.
@@ -177,7 +177,7 @@ def bench_env(config: TrainConfig, job: Job) -> Row:
     return _row(job, wrapper.device, env_steps / rate, env_steps)
 
 
-def bench_sampler(job: Job) -> Row:
+def bench_sampling(job: Job) -> Row:
     """One draw for every agent over the lesson's number of actions: a backend's `sample()`
     (the probabilities already in the store), or torch.multinomial on the same numbers."""
     from wd_teach.sampler.bench import bench_sampler as time_sampler
@@ -197,7 +197,7 @@ def bench_rollout(config: TrainConfig, job: Job, gpu: bool) -> Row:
 
     _reset_peak_memory()
     trainer = Trainer(config, gpu=gpu)
-    seconds = _time(trainer.rollout.collect, job.calls, job.warmup, trainer.device)
+    seconds = time_calls(trainer.rollout.collect, job.calls, job.warmup, trainer.device).total
     return _row(job, trainer.device, seconds, job.calls * trainer.steps_per_iteration,
                 peak=_peak_memory(trainer.device))
 
@@ -208,27 +208,13 @@ def bench_train(config: TrainConfig, job: Job, gpu: bool) -> Row:
 
     _reset_peak_memory()
     trainer = Trainer(config, gpu=gpu)
-    seconds = _time(trainer.iterate, job.calls, job.warmup, trainer.device)
+    seconds = time_calls(trainer.iterate, job.calls, job.warmup, trainer.device).total
     peak = _peak_memory(trainer.device)
     profiled = trainer.iterate(profile=True)
     breakdown = {key.removeprefix("time/"): value for key, value in profiled.items()
                  if key.startswith("time/")}
     return _row(job, trainer.device, seconds, job.calls * trainer.steps_per_iteration,
                 peak=peak, breakdown=breakdown)
-
-
-def _time(fn: Callable[[], object], calls: int, warmup: int, device: torch.device) -> float:
-    """Seconds for `calls` calls of `fn` after `warmup` calls, the device finished at both
-    ends (torch.cuda.synchronize), so the clock holds all the work the calls queued."""
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    for _ in range(warmup):
-        fn()
-    sync()
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    sync()
-    return time.perf_counter() - start
 
 
 def _row(job: Job, device: torch.device, seconds: float, env_steps: int, *,
@@ -377,9 +363,9 @@ def _backends(backends) -> tuple[str, ...] | None:
         return None
     backends = tuple(backends)
     for backend in backends:
-        if backend not in ALL_BACKENDS:
+        if backend not in ENV_BACKENDS:
             raise BenchError(f"unknown backend {backend!r}: choose from "
-                             f"{', '.join(ALL_BACKENDS)}.")
+                             f"{', '.join(ENV_BACKENDS)}.")
         if backend in BACKENDS:
             choose_backend(backend)  # raises, saying why, where it cannot run
     return backends
@@ -474,7 +460,7 @@ def _run_job(config: TrainConfig, plan: Plan, job: Job) -> Row:
     if job.what == "env":
         return bench_env(config, job)
     if job.what == "sampler":
-        return bench_sampler(job)
+        return bench_sampling(job)
     if job.what == "rollout":
         return bench_rollout(config, job, plan.gpu)
     return bench_train(config, job, plan.gpu)

@@ -191,7 +191,8 @@ def train_rank(rank: int, world_size: int, config: dict, iterations: int | None 
     """The work of one rank (run by `spawn_ranks`, the process group joined): a Trainer
     seeded `trainer.seed + rank`, made data parallel, trained `iterations`."""
     seed = config["trainer"]["seed"] + rank
-    trainer = Trainer(config, sets=[f"trainer.seed={seed}"])
+    # Rank 0 writes the run's files, its TensorBoard events too; the others only train.
+    trainer = Trainer(config, sets=[f"trainer.seed={seed}"], logger=None if rank == 0 else "csv")
     make_data_parallel(trainer)
     trainer.train(iterations, progress=progress and rank == 0, profile=profile,
                   out=out if rank == 0 else None, callback=_average_row)

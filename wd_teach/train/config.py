@@ -18,6 +18,12 @@ from anywhere.
 Everything is checked before anything is built: unknown keys (with the nearest known one),
 values of the wrong type, an algorithm that does not exist. A policy is removed by setting
 it to null. Changing `algorithm.name` drops the defaults that only the old algorithm knew.
+
+Why by hand, not OmegaConf's structured configs: OmegaConf reads `1:10` as the number 70
+(YAML 1.1), so this YAML loader would stay; it quietly takes 1 or 'yes' for true and 1 for
+the string '1', which this module refuses; and its messages ("Value 'many' of type 'str'
+could not be converted to Integer") would each need translating back into the ones below,
+which name the key, the kind of value wanted and what was given. Little code would go.
 """
 
 from __future__ import annotations
@@ -38,9 +44,9 @@ from wd_teach.device import ENV_BACKENDS
 from wd_teach.env import Env, registry
 from wd_teach.errors import ConfigError, EnvError
 from wd_teach.ranges import SEED_LIMIT, require_number, require_whole
+from wd_teach.train.logger import LOGGERS
 from wd_teach.train.speed import PRECISIONS
 
-BACKEND_NAMES = ENV_BACKENDS
 SECTIONS = ("env", "policies", "algorithm", "trainer")
 #: Counts that kernels and the store hold as int32 stay below this.
 INT32_LIMIT = 2**31
@@ -90,6 +96,7 @@ class TrainerSection:
     cuda_graphs: bool = True  # on a GPU, replay each rollout (and A2C's update) as a graph
     precision: str = "fp32"  # the policy's matmuls: fp32, tf32 or bf16 (GPU only)
     chunk_samples: int = 1_048_576  # the update's forward/backward in parts of this size
+    logger: str = "csv"  # csv: files at the end; tensorboard: event files as it trains too
 
 
 @dataclass(frozen=True)
@@ -193,9 +200,9 @@ def build(raw: dict) -> TrainConfig:
             raise ConfigError(f"the config has no {section!r} section.")
     env = _section(EnvSection, raw["env"], "env")
     find_env(env.name)
-    if env.backend is not None and env.backend not in BACKEND_NAMES:
+    if env.backend is not None and env.backend not in ENV_BACKENDS:
         raise ConfigError(f"env.backend={env.backend!r}: choose one of "
-                          f"{', '.join(BACKEND_NAMES)}, or leave it out (null) for the best "
+                          f"{', '.join(ENV_BACKENDS)}, or leave it out (null) for the best "
                           "this machine runs.")
     policies_raw = _check_mapping(raw["policies"], "policies")
     policies = {str(name): _section(PolicySection, spec or {}, f"policies.{name}")
@@ -212,6 +219,9 @@ def build(raw: dict) -> TrainConfig:
     if trainer.precision not in PRECISIONS:
         raise ConfigError(f"trainer.precision must be one of {', '.join(PRECISIONS)}, got "
                           f"{trainer.precision!r}.")
+    if trainer.logger not in LOGGERS:
+        raise ConfigError(f"trainer.logger must be one of {', '.join(LOGGERS)}, got "
+                          f"{trainer.logger!r}.")
     for name, policy in policies.items():
         if not policy.hidden or min(policy.hidden) < 1:
             raise ConfigError(f"policies.{name}.hidden must list at least one positive "

@@ -11,7 +11,8 @@ manual optimisation driving the very optimisers and the very update of wd_teach.
     trainer = make_lightning_trainer(module, iterations=20, out="runs/lightning")
     trainer.fit(module)
 
-What Lightning adds: `self.log_dict` (its loggers: CSV here), callbacks (ModelCheckpoint,
+What Lightning adds: `self.log_dict` (its loggers: CSV, and TensorBoard with
+`logger="tensorboard"`), callbacks (ModelCheckpoint,
 and any of yours), its checkpoint files (the module's weights and optimisers, plus the
 whole wd_teach state in `on_save_checkpoint`, so that `load_lightning_checkpoint` and a
 new fit go on exactly), the device it runs on. What it costs: a little Python per iteration, which
@@ -33,6 +34,7 @@ try:
 except ImportError:  # the older package name, same API
     import pytorch_lightning as pl
 
+from wd_teach.train.logger import tensorboard_folder
 from wd_teach.train.trainer import Trainer
 
 #: The key under which a Lightning checkpoint holds the wd_teach state (env, RNGs, ...).
@@ -57,9 +59,9 @@ class TrainingModule(pl.LightningModule):
     """A wd_teach Trainer as a LightningModule (`self.run`); same config arguments."""
 
     def __init__(self, config=None, *, overrides: dict | None = None, sets=(),
-                 gpu: bool | None = None, profile: bool = False):
+                 gpu: bool | None = None, profile: bool = False, logger: str | None = None):
         super().__init__()
-        self.run = Trainer(config, overrides=overrides, sets=sets, gpu=gpu)
+        self.run = Trainer(config, overrides=overrides, sets=sets, gpu=gpu, logger=logger)
         self.policies = torch.nn.ModuleDict(self.run.policies)  # Lightning sees the weights
         self.profile = profile
         self.iterations = self.run.config.trainer.iterations  # one epoch of this many steps
@@ -102,10 +104,13 @@ class TrainingModule(pl.LightningModule):
     def training_step(self, batch, batch_idx):
         """One iteration: a rollout of every env on the device, then each policy's update
         (through Lightning's optimisers); the metrics come to the host once, as in
-        Trainer.iterate, and go to Lightning's loggers."""
+        Trainer.iterate, and go to Lightning's loggers, at step env_steps (a metric named
+        `step` is the step Lightning's loggers write, as the plain Trainer's TensorBoard
+        log does)."""
         row = self.run.iterate(profile=self.profile)
         shown = {f"{g.name}/return" for g in self.run.groups}
         logged = {k: v for k, v in row.items() if k != "iteration"}
+        logged["step"] = float(row["env_steps"])
         self.log_dict({k: v for k, v in logged.items() if k not in shown}, on_step=True,
                       on_epoch=False, batch_size=1)
         self.log_dict({k: logged[k] for k in shown}, on_step=True, on_epoch=False,
@@ -155,10 +160,13 @@ def _read_lightning_checkpoint(path) -> dict:
 def make_lightning_trainer(module: TrainingModule, iterations: int | None = None, *,
                            out=None, callbacks=(), progress: bool = True, **options):
     """A Lightning Trainer that runs `iterations` training steps of `module` on the device
-    its envs live on; with `out`, CSV logs and a checkpoint at the end go there."""
+    its envs live on; with `out`, CSV logs (out/logs/) and a checkpoint at the end go there,
+    and with the module's trainer.logger tensorboard, TensorBoard's event files
+    (out/tensorboard/)."""
     module.iterations = iterations = iterations or module.run.config.trainer.iterations
     cuda = module.run.device.type == "cuda"
     callbacks = list(callbacks)
+    events = tensorboard_folder(module.run.config.trainer.logger, out)  # checked first
     if out is not None:
         callbacks.append(pl.callbacks.ModelCheckpoint(dirpath=out, filename="lightning",
                                                       save_last=False))
@@ -166,10 +174,23 @@ def make_lightning_trainer(module: TrainingModule, iterations: int | None = None
         # One epoch of `iterations` steps. (max_steps would count optimiser steps, and an
         # iteration of PPO takes many.)
         accelerator="gpu" if cuda else "cpu", devices=1, max_epochs=1, callbacks=callbacks,
-        logger=pl.loggers.CSVLogger(out, name="logs") if out is not None else False,
+        logger=_loggers(out, events),
         enable_checkpointing=out is not None, enable_progress_bar=progress,
         enable_model_summary=False, log_every_n_steps=1, num_sanity_val_steps=0,
         **options)
+
+
+def _loggers(out, events):
+    """Lightning's loggers for a run folder: CSV always, TensorBoard into `events`."""
+    if out is None:
+        return False
+    loggers = [pl.loggers.CSVLogger(out, name="logs")]
+    if events is not None:
+        # version="": the event files straight in `events`, not in a version_N folder;
+        # no hp_metric placeholder scalar (this module logs no hyperparameters).
+        loggers.append(pl.loggers.TensorBoardLogger(events.parent, name=events.name,
+                                                    version="", default_hp_metric=False))
+    return loggers
 
 
 class Throughput(pl.Callback):
@@ -201,13 +222,13 @@ def measure_overhead(config=None, iterations: int = 10, warmup: int = 2, *,
     """Env steps per second of the plain Trainer and of the Lightning module, same config
     and seed, `iterations` timed iterations after `warmup`; and Lightning's overhead,
     1 - lightning / plain."""
-    plain = Trainer(config, overrides=overrides, sets=sets, gpu=gpu)
+    plain = Trainer(config, overrides=overrides, sets=sets, gpu=gpu, logger="csv")
     plain.train(warmup, progress=False)
     start = time.perf_counter()
     plain.train(iterations, progress=False)
     plain_rate = iterations * plain.steps_per_iteration / (time.perf_counter() - start)
 
-    module = TrainingModule(config, overrides=overrides, sets=sets, gpu=gpu)
+    module = TrainingModule(config, overrides=overrides, sets=sets, gpu=gpu, logger="csv")
     clock = Throughput(warmup)
     make_lightning_trainer(module, warmup + iterations, callbacks=[clock],
                            progress=False).fit(module)

@@ -14,10 +14,11 @@ PhaseTimer    where the time goes (policy, sampling, env step, training). Off by
 
 from __future__ import annotations
 
-import time
 from contextlib import nullcontext
 
 import torch
+
+from wd_teach.timing import Clock
 
 #: The phases of an iteration, in the order they run.
 PHASES = ("policy", "sampling", "env step", "training")
@@ -141,17 +142,17 @@ class EpisodeStats:
 class PhaseTimer:
     """Time spent in each phase of an iteration, only when `enabled`.
 
-    `with timer("policy"): ...` brackets a phase. On a GPU the brackets are CUDA events,
-    recorded into the stream with the kernels, so timing adds no waits inside the loop;
-    `pull()` waits once for the last event and reads every interval. On the CPU the
-    brackets are clock readings. Disabled, a bracket is a no-op.
+    `with timer("policy"): ...` brackets a phase with marks of wd_teach.timing's Clock. On
+    a GPU they are CUDA events, recorded into the stream with the kernels, so timing adds
+    no waits inside the loop; `pull()` waits once for the last event and reads every
+    interval. On the CPU they are clock readings. Disabled, a bracket is a no-op.
 
     `pull()` gives seconds per phase, `total` (first bracket opened to last closed) and
     `other`: the total less the phases, the loop's own bookkeeping.
     """
 
     def __init__(self, device: torch.device, enabled: bool = False):
-        self.cuda = device.type == "cuda"
+        self.clock = Clock(device)
         self.enabled = enabled
         self._marks: list[tuple[str, object, object]] = []
         self._null = nullcontext()
@@ -159,22 +160,15 @@ class PhaseTimer:
     def __call__(self, phase: str):
         return self._measure(phase) if self.enabled else self._null
 
-    def _now(self):
-        if not self.cuda:
-            return time.perf_counter()
-        event = torch.cuda.Event(enable_timing=True)
-        event.record()
-        return event
-
     class _Bracket:
         def __init__(self, timer, phase):
             self.timer, self.phase = timer, phase
 
         def __enter__(self):
-            self.start = self.timer._now()
+            self.start = self.timer.clock.mark()
 
         def __exit__(self, *exc):
-            self.timer._marks.append((self.phase, self.start, self.timer._now()))
+            self.timer._marks.append((self.phase, self.start, self.timer.clock.mark()))
 
     def _measure(self, phase: str):
         return self._Bracket(self, phase)
@@ -183,15 +177,11 @@ class PhaseTimer:
         """Seconds per phase since the last pull (one synchronisation on a GPU)."""
         if not self._marks:
             return {}
-        if self.cuda:
-            self._marks[-1][2].synchronize()
-            seconds = lambda a, b: a.elapsed_time(b) / 1000
-        else:
-            seconds = lambda a, b: b - a
+        seconds = self.clock.seconds
+        total = seconds(self._marks[0][1], self._marks[-1][2])  # waits for the last mark
         times = dict.fromkeys(PHASES, 0.0)
         for phase, start, end in self._marks:
             times[phase] = times.get(phase, 0.0) + seconds(start, end)
-        total = seconds(self._marks[0][1], self._marks[-1][2])
         times["other"] = max(total - sum(times.values()), 0.0)
         times["total"] = total
         self._marks.clear()

@@ -3,7 +3,8 @@ overwrites another by mistake.
 
 A run folder holds config.yaml, metrics.csv, metrics.json, learning_curve.png (and
 time_breakdown.png with --profile) and checkpoints: checkpoint_NNNNN.safetensors every
-trainer.checkpoint_every iterations, checkpoint.safetensors at the end. A new run into a
+trainer.checkpoint_every iterations, checkpoint.safetensors at the end; with
+trainer.logger tensorboard, TensorBoard's event files in tensorboard/. A new run into a
 folder that already holds one is refused: choose another --out, go on from the old run with
 --resume, or replace it with --force, which deletes the old run's files first so that the
 folder never mixes two runs. Files that are not a run's (your notes) are left alone.
@@ -16,12 +17,13 @@ from pathlib import Path
 from wd_teach.errors import TrainError
 from wd_teach.files import TEMPORARY_SUFFIX
 from wd_teach.train.checkpoint import SUFFIX, checkpoint_iteration, latest_checkpoint
+from wd_teach.train.logger import TENSORBOARD_FOLDER
 
 #: The names a run writes (glob patterns). checkpoint*.pt: the old, pickled format;
 #: .*.tmp: what a run killed while writing leaves (wd_teach.files).
 RUN_FILES = ("config.yaml", "metrics.csv", "metrics.json", "learning_curve.png",
              "time_breakdown.png", f"checkpoint*{SUFFIX}", "checkpoint*.pt",
-             f".*{TEMPORARY_SUFFIX}")
+             f".*{TEMPORARY_SUFFIX}", f"{TENSORBOARD_FOLDER}/events.out.tfevents.*")
 
 
 def run_files(folder: str | Path) -> list[Path]:

@@ -10,6 +10,7 @@ come to the host in one copy: the only synchronisation of a normal iteration. Wi
     trainer = Trainer("path/to/my_env")            # any env folder, with its config.yaml
     trainer = Trainer(MyEnv(episode_length=200))   # an env object, its folder's defaults
     trainer.train(50)                              # a progress bar; trainer.history grows
+    Trainer("NAME", logger="tensorboard").train(out="runs/NAME")   # + TensorBoard, live
     trainer.save("run/checkpoint.safetensors")     # model, optimiser, RNGs, env, history
     trainer = Trainer.from_checkpoint("run/checkpoint.safetensors")   # ... and on, bit for bit
     result = trainer.evaluate(record=True)         # argmax actions; frames of one env
@@ -40,7 +41,8 @@ from wd_teach.train.acting import make_acting, random_actions
 from wd_teach.train.algorithms import ALGORITHMS
 from wd_teach.train.algorithms.base import LearnerOptions
 from wd_teach.train.checkpoint import SUFFIX, read_checkpoint, write_checkpoint
-from wd_teach.train.config import TrainConfig, load_config, make_env, resolve_agents
+from wd_teach.train.config import TrainConfig, load_config, make_env, merge, resolve_agents
+from wd_teach.train.logger import open_log
 from wd_teach.train.metrics import EpisodeStats, per_episode
 from wd_teach.train.policy import agent_groups, make_policy
 from wd_teach.train.rollout import Rollout
@@ -77,10 +79,14 @@ class Trainer:
     """Everything one training run needs, built from a config (see wd_teach.train.config): an
     env name or folder, a YAML path, a dict, a TrainConfig, or an env object or class, whose
     folder's config.yaml gives the defaults. An env object is trained as it is, so a subclass
-    made in a notebook trains too (a checkpoint of it resumes as the env its config names)."""
+    made in a notebook trains too (a checkpoint of it resumes as the env its config names).
+    `logger`: trainer.logger, where the metrics go besides the history (wd_teach.train.logger):
+    'csv' (the default) or 'tensorboard'."""
 
     def __init__(self, config=None, *, overrides: dict | None = None, sets=(),
-                 gpu: bool | None = None):
+                 gpu: bool | None = None, logger: str | None = None):
+        if logger is not None:
+            overrides = merge(overrides or {}, {"trainer": {"logger": logger}})
         self.config: TrainConfig = load_config(config, overrides=overrides, sets=sets, gpu=gpu)
         c = self.config
         self.seed = c.trainer.seed
@@ -205,7 +211,8 @@ class Trainer:
     def train(self, iterations: int | None = None, *, progress: bool = True,
               profile: bool = False, out: str | Path | None = None, callback=None) -> list[dict]:
         """Run `iterations` (default: trainer.iterations) with a progress bar. `out`: a
-        folder for checkpoints, every trainer.checkpoint_every iterations and at the end.
+        folder for checkpoints, every trainer.checkpoint_every iterations and at the end,
+        and for TensorBoard's event files (out/tensorboard/) with trainer.logger tensorboard.
         `callback(trainer, row)` after each iteration; returning True stops early."""
         from tqdm.auto import tqdm
 
@@ -213,17 +220,26 @@ class Trainer:
         if iterations < 0:
             raise TrainError(f"train({iterations}): iterations cannot be negative.")
         every = self.config.trainer.checkpoint_every
+        log = open_log(self.config.trainer.logger, out)  # checked before the first iteration
         bar = tqdm(range(iterations), disable=not progress, unit="it",
                    desc=f"{self.config.env.name} {self.config.algorithm_name}")
-        for _ in bar:
-            row = self.iterate(profile)
-            # First the callback: it may change the row (data-parallel runs average it
-            # over the GPUs) before the bar shows it and a checkpoint keeps it.
-            if callback is not None and callback(self, row):
-                break
-            bar.set_postfix(self.summary(row), refresh=False)
-            if out is not None and every and self.iteration % every == 0:
-                self.save(Path(out) / f"checkpoint_{self.iteration:05d}{SUFFIX}")
+        try:
+            for _ in bar:
+                row = self.iterate(profile)
+                # First the callback: it may change the row (data-parallel runs average it
+                # over the GPUs) before the bar shows it, a log writes it and a checkpoint
+                # keeps it.
+                stop = callback is not None and callback(self, row)
+                if log is not None:
+                    log.write(row)
+                if stop:
+                    break
+                bar.set_postfix(self.summary(row), refresh=False)
+                if out is not None and every and self.iteration % every == 0:
+                    self.save(Path(out) / f"checkpoint_{self.iteration:05d}{SUFFIX}")
+        finally:
+            if log is not None:
+                log.close()
         if out is not None:
             self.save(Path(out) / f"checkpoint{SUFFIX}")
         return self.history
@@ -383,13 +399,17 @@ class Trainer:
         self.history = [dict(row) for row in state["history"]]
 
     @classmethod
-    def from_checkpoint(cls, path: str | Path, gpu: bool | None = None) -> Trainer:
-        """A trainer built from the config a checkpoint holds, and loaded from it."""
+    def from_checkpoint(cls, path: str | Path, gpu: bool | None = None,
+                        logger: str | None = None) -> Trainer:
+        """A trainer built from the config a checkpoint holds, and loaded from it. `logger`:
+        where its metrics go from now on (None: as the checkpoint's run logged them);
+        it changes nothing of the run itself."""
         state = read_checkpoint(path)
         if not isinstance(state.get("config"), dict):
             raise TrainError(f"{path} holds no run config: it is not a whole wd-teach "
                              "training checkpoint.")
-        return cls(state["config"], gpu=gpu).load_state_dict(state, where=str(path))
+        return cls(state["config"], gpu=gpu, logger=logger).load_state_dict(state,
+                                                                            where=str(path))
 
     def _check_compatible(self, state: dict, path) -> None:
         """Refuse a state that does not fit this trainer, before anything is changed: its
