@@ -41,7 +41,7 @@ DEMO = {
             "params": {"num_taggers": 2, "num_runners": 8, "num_nearest": None,
                        "field_size": 8.0, "tagging_distance": 0.8, "episode_length": 100}},
     "policies": {"taggers": {"hidden": [64, 64]}, "runners": {"hidden": [64, 64]}},
-    "trainer": {"iterations": 3000, "steps": 100, "lr": 2e-3, "seed": 0,
+    "trainer": {"iterations": 4000, "steps": 100, "lr": 2e-3, "seed": 0,
                 "precision": "fp32", "checkpoint_every": 0},
 }
 #: --tiny: the same run at toy size, to try the whole path on a CPU in seconds.
