@@ -9,8 +9,9 @@ order), so a runner always knows where the taggers are. Both sides train at once
 (envs/tag_continuous/config.yaml, changed by DEMO below) for long enough that taggers chase
 and runners flee. The Trainer is the one `wd-teach train` uses; the checkpoint is
 Trainer.save's, and its config is written beside it as YAML (with how it was made, and what
-it learnt, in the header), so `wd-teach train wd_teach/train/pretrained/tag_demo.yaml`
-trains it again.
+it learnt, in the header), so that
+`wd-teach train tag_continuous --config wd_teach/train/pretrained/tag_demo.yaml` trains it
+again.
 
 What it learnt is measured as bench/learning.py measures Tag, on fresh games with the most
 probable actions: runners tagged per episode by the trained taggers against what random
