@@ -180,3 +180,61 @@ def test_cli_envs_takes_a_positive_number_or_auto(value, capsys):
     with pytest.raises(SystemExit):
         cli(["train", "tag_continuous", "--envs", value])
     assert "positive whole number or 'auto'" in capsys.readouterr().err
+
+
+def test_every_run_is_recorded_with_why_it_had_its_size():
+    """The search as it went: the probes, the line's answer, the halvings after a run that
+    did not fit, each with the line it stood on, and the log says the same."""
+    lines = []
+
+    def tight(n):
+        if n > 1_000:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory")
+        return linear(n)
+
+    result = fit(tight, log=lines.append)
+    probes = result.probes
+    assert [p.reason for p in probes[:3]] == ["probe", "probe", "line"]
+    assert all(p.line is None for p in probes[:2])
+    assert probes[2].line == pytest.approx((300 * MIB, 2 * MIB))  # through 8 and 32 envs
+    assert probes[2].num_envs == envs_within(300 * MIB, 2 * MIB, 0.8 * FREE)
+    after_failures = [b for a, b in zip(probes, probes[1:], strict=False)
+                      if a.peak_bytes is None]
+    assert after_failures and all(p.reason == "back" for p in after_failures)
+    assert result.measured == tuple((p.num_envs, p.peak_bytes) for p in probes)
+    assert result.num_envs in [p.num_envs for p in probes if p.peak_bytes is not None]
+    assert len(lines) == len(probes)
+    assert all(f"{p.num_envs:,} envs ({autoscale.WHY[p.reason]})" in line
+               for p, line in zip(probes, lines, strict=True))
+
+
+def test_a_capped_search_says_the_cap_chose_its_size():
+    assert [p.reason for p in fit(linear, max_envs=100).probes] == ["probe", "probe", "cap"]
+
+
+def test_the_search_is_drawn_run_by_run():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    from wd_teach.scale.bench_pictures import plot_search
+
+    def tight(n):
+        if n > 1_000:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory")
+        return linear(n)
+
+    result = fit(tight)
+    fig = plot_search(result, columns=3)
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    runs = result.probes[2:]  # one panel per run after the two probes
+    assert len(panels) == len(runs)
+    for ax, probe, number in zip(panels, runs, range(3, 3 + len(runs)), strict=True):
+        assert ax.get_title().startswith(f"run {number}: {probe.num_envs:,} envs")
+        marks = {line.get_label(): line for line in ax.lines}
+        mark = marks["did not fit" if probe.peak_bytes is None else "this run"]
+        assert list(mark.get_xdata()) == [probe.num_envs]
+    answer = [line for line in panels[-1].lines if line.get_label().startswith("answer")]
+    assert list(answer[0].get_xdata()) == [result.num_envs] * 2
+    plt.close("all")

@@ -59,10 +59,29 @@ NO_GPU = ("auto-scaling measures GPU memory, and this machine has no GPU. On the
           "config's default is small), or run on a GPU machine.")
 
 
+#: Why a run of the search had the size it had (Probe.reason).
+WHY = {"probe": "a first probe",
+       "line": "where the line through the two largest runs meets the budget",
+       "cap": "max_envs: the line would go further",
+       "between": "half way to a size that was over the budget",
+       "back": "half way back after a run that did not fit"}
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One run of the search, in the order run: its size, its peak bytes (None: it did not
+    fit), why it had that size (a key of WHY), and the line (a, b) of bytes = a + b * envs
+    the search stood on when it chose the size (None for the first probes)."""
+
+    num_envs: int
+    peak_bytes: int | None
+    reason: str
+    line: tuple[float, float] | None = None
+
+
 @dataclass(frozen=True)
 class Fit:
-    """What `fit_num_envs` found. `measured`: (envs, peak bytes) of every run, in order,
-    with None where the run did not fit."""
+    """What `fit_num_envs` found, and every run of its search (`probes`, in order)."""
 
     num_envs: int
     base_bytes: float
@@ -72,7 +91,12 @@ class Fit:
     fraction: float
     steps: int
     num_agents: int
-    measured: tuple[tuple[int, int | None], ...]
+    probes: tuple[Probe, ...]
+
+    @property
+    def measured(self) -> tuple[tuple[int, int | None], ...]:
+        """(envs, peak bytes) of every run, in order, with None where it did not fit."""
+        return tuple((p.num_envs, p.peak_bytes) for p in self.probes)
 
     @property
     def batch_size(self) -> int:
@@ -130,7 +154,7 @@ def fit_num_envs(config="tag_continuous", *, overrides: dict | None = None, sets
         if search.valid(num_envs) != num_envs:
             raise BenchError(f"{num_envs} envs (probe_envs) do not suit "
                              f"{config.algorithm_name}'s batch sizes: choose other probes.")
-        if search.run(num_envs) is None:
+        if search.run(num_envs, "probe") is None:
             raise BenchError(f"{num_envs} envs do not fit on this GPU ({free / 2**30:.2f} GiB "
                              "free): make the run smaller (fewer agents, trainer.steps, "
                              "smaller policies) or free the GPU.")
@@ -143,7 +167,7 @@ def fit_num_envs(config="tag_continuous", *, overrides: dict | None = None, sets
     a, b = line_through(search.points)
     return Fit(num_envs=best, base_bytes=a, bytes_per_env=b, budget_bytes=search.budget,
                free_bytes=free, fraction=fraction, steps=config.trainer.steps,
-               num_agents=make_env(config.env).num_agents, measured=tuple(search.measured))
+               num_agents=make_env(config.env).num_agents, probes=tuple(search.probes))
 
 
 class _Search:
@@ -153,19 +177,19 @@ class _Search:
         self.measure, self.budget, self.valid = measure, budget, valid
         self.log = log or (lambda text: None)
         self.points: dict[int, int] = {}  # envs -> peak bytes, of the runs that fitted
-        self.measured: list[tuple[int, int | None]] = []
+        self.probes: list[Probe] = []
 
-    def run(self, num_envs: int) -> int | None:
-        """Peak bytes at num_envs, or None where it does not fit."""
+    def run(self, num_envs: int, reason: str, line=None) -> int | None:
+        """Peak bytes at num_envs, or None where it does not fit; recorded as a Probe."""
         try:
             peak = int(self.measure(num_envs))
         except Exception as err:
             if not out_of_memory(err):
                 raise
             peak = None
-        self.measured.append((num_envs, peak))
-        self.log(f"{num_envs:,} envs: " + ("does not fit" if peak is None
-                                           else f"{peak / 2**30:.3f} GiB"))
+        self.probes.append(Probe(num_envs, peak, reason, line))
+        self.log(f"{num_envs:,} envs ({WHY[reason]}): " + (
+            "does not fit" if peak is None else f"{peak / 2**30:.3f} GiB"))
         if peak is not None:
             self.points[num_envs] = peak
         return peak
@@ -174,32 +198,33 @@ class _Search:
         """From the probes up to the most envs measured within the budget (0: none)."""
         best = max((n for n, peak in self.points.items() if peak <= self.budget), default=0)
         ceiling = None  # the most envs still worth trying, once a size was too big
-        candidate = self.next_size(best, ceiling, max_envs)
+        candidate, reason = self.next_size(best, ceiling, max_envs)
         for _ in range(MAX_ROUNDS):
             if candidate <= best * (1 + CLOSE_ENOUGH):
                 break
-            peak = self.run(candidate)
+            peak = self.run(candidate, reason, line_through(self.points))
             if peak is None or peak > self.budget:  # memory grows with envs: fewer from now on
                 ceiling = candidate - 1
             if peak is None:  # it did not fit at all: half way back to the largest that did
-                candidate = self.valid((best + candidate) // 2)
+                candidate, reason = self.valid((best + candidate) // 2), "back"
                 continue
             if peak <= self.budget:
                 best = candidate
-            candidate = self.next_size(best, ceiling, max_envs)
+            candidate, reason = self.next_size(best, ceiling, max_envs)
         return best
 
-    def next_size(self, best: int, ceiling: int | None, max_envs: int | None) -> int:
+    def next_size(self, best: int, ceiling: int | None, max_envs: int | None
+                  ) -> tuple[int, str]:
         """Where the line through the two largest points meets the budget (at most
         max_envs); where that is past the ceiling (a size found too big), half way between
-        the best so far and it."""
+        the best so far and it. With the reason, a key of WHY."""
         a, b = line_through(self.points)
-        size = envs_within(a, b, self.budget)
-        if max_envs is not None:
-            size = min(size, max_envs)
+        size, reason = envs_within(a, b, self.budget), "line"
+        if max_envs is not None and size > max_envs:
+            size, reason = max_envs, "cap"
         if ceiling is not None and size > ceiling:
-            size = (best + ceiling + 1) // 2
-        return self.valid(size) if size >= 1 else 0
+            size, reason = (best + ceiling + 1) // 2, "between"
+        return (self.valid(size) if size >= 1 else 0), reason
 
 
 def _check(fraction, probe_envs, max_envs) -> None:

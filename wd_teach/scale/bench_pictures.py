@@ -8,6 +8,7 @@ this machine's live ones side by side.
 from __future__ import annotations
 
 import json
+import textwrap
 import urllib.request
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from matplotlib.ticker import FuncFormatter, NullFormatter, NullLocator
 
 from wd_teach.colab import on_colab
 from wd_teach.errors import BenchError
+from wd_teach.scale.autoscale import WHY
 from wd_teach.scale.bench import FORMAT, load_results, rows_of
 from wd_teach.train.metrics import PHASES
 
@@ -164,6 +166,49 @@ def plot_memory_fit(fit, ax=None):
     ax.set(xlabel="envs", ylabel="peak memory (GiB)", title="How many envs fit?")
     ax.legend(fontsize=7)
     return ax
+
+
+def plot_search(fit, columns: int = 4):
+    """An auto-scaling fit run by run: a panel for each run after the first probes, with
+    the runs before it (grey), the line the search stood on when it chose this size
+    (dashed), the budget, and where the run landed; the last panel marks the answer."""
+    gib = 2**30
+    first = sum(p.reason == "probe" for p in fit.probes)
+    steps = list(range(first, len(fit.probes))) or [len(fit.probes) - 1]
+    columns = min(columns, len(steps))
+    rows = -(-len(steps) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(3.2 * columns, 2.9 * rows), sharey=True,
+                             squeeze=False, layout="constrained")
+    axes = axes.ravel()
+    top = 1.1 * max(fit.budget_bytes, *(p.peak_bytes or 0 for p in fit.probes)) / gib
+    most = 1.1 * max(p.num_envs for p in fit.probes)
+    for ax, i in zip(axes, steps, strict=False):
+        probe, before = fit.probes[i], [p for p in fit.probes[:i] if p.peak_bytes is not None]
+        ax.plot([p.num_envs for p in before], [p.peak_bytes / gib for p in before], "o",
+                color="0.6", label="runs before")
+        if probe.line is not None:
+            a, b = probe.line
+            ax.plot([0, most], [a / gib, (a + b * most) / gib], "--", color="0.3", lw=1,
+                    label="the line it stood on")
+        ax.axhline(fit.budget_bytes / gib, color="tab:orange", lw=1, label="budget")
+        if probe.peak_bytes is None:
+            ax.plot(probe.num_envs, 0.97 * top, "x", color="tab:red", ms=9, label="did not fit")
+        else:  # from where the search aimed (the budget) to what the run measured
+            ax.plot([probe.num_envs] * 2, [fit.budget_bytes / gib, probe.peak_bytes / gib],
+                    ":", color="tab:blue", lw=1)
+            ax.plot(probe.num_envs, probe.peak_bytes / gib, "o", color="tab:blue", ms=7,
+                    label="this run")
+        ax.set_title(f"run {i + 1}: {probe.num_envs:,} envs\n"
+                     + textwrap.fill(WHY[probe.reason], 38), fontsize=8)
+        ax.set(xlim=(0, most), ylim=(0, top), xlabel="envs")
+    axes[0].set_ylabel("peak memory (GiB)")
+    last = axes[len(steps) - 1]
+    last.axvline(fit.num_envs, color="tab:green", label=f"answer: {fit.num_envs:,} envs")
+    last.legend(fontsize=7, loc="lower right")
+    for ax in axes[len(steps):]:
+        ax.set_visible(False)
+    fig.suptitle("How many envs fit? The search, run by run")
+    return fig
 
 
 def reference_results(path: str | Path = REFERENCE) -> dict:
