@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from gymnasium import spaces
 
 from wd_teach.env.registry import find_env, shipped_envs
 from wd_teach.env.wrapper import EnvWrapper
@@ -30,7 +31,7 @@ if HAVE_TORCHRL:
     from torchrl.modules import ProbabilisticActor, ValueOperator
     from torchrl.objectives import ClipPPOLoss
 
-    from wd_teach.interop.torchrl import TorchRLEnv, agent_groups
+    from wd_teach.interop.torchrl import TorchRLEnv, _action_spec, agent_groups
 
 REPO = Path(__file__).resolve().parents[1]
 #: A learner's env folders: one beside the tests, one that a lesson builds.
@@ -153,6 +154,16 @@ def test_a_group_of_agents_out_of_order_reads_and_writes_the_right_agents():
     td["even", "action"] = torch.tensor([[0, 0, 0], [0, 0, 0]])
     env.step(td)
     assert env.wrapper.store["actions"].tolist() == [[0, 2, 0, 1, 0], [0, 4, 0, 3, 0]]
+
+
+@needs_torchrl
+def test_several_action_heads_become_one_multi_categorical_spec():
+    """No shipped env has several heads yet; the spec a MultiDiscrete space makes takes every
+    in-range action and refuses one out of its head's range."""
+    spec = _action_spec(spaces.MultiDiscrete([3, 5]), (4, 2), "cpu")
+    assert spec.shape == (4, 2, 2) and spec.dtype == torch.int64
+    assert spec.is_in(spec.rand()) and spec.is_in(torch.tensor([2, 4]).expand(4, 2, 2))
+    assert not spec.is_in(torch.tensor([3, 4]).expand(4, 2, 2))
 
 
 @needs_torchrl

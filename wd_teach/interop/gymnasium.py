@@ -69,9 +69,9 @@ class GymnasiumVectorEnv(VectorEnv):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Every copy back to its start (new starts from `seed`, when given), or only those
         of options["reset_mask"]: (observations, {})."""
-        super().reset(seed=seed)
         if seed is not None:
-            reseed(self.wrapper, seed)
+            reseed(self.wrapper, seed)  # checks it first, with our words
+        super().reset(seed=seed)
         mask = (options or {}).get("reset_mask")
         if mask is None:
             self.wrapper.reset()
