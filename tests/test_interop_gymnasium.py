@@ -5,7 +5,9 @@ rounding, same rewards, terminations, truncations and next-step restarts), the o
 autoreset modes do what gymnasium 1.x says, gymnasium's wrappers run on it, and bad input
 is refused with a clear error."""
 
+import re
 import warnings
+from pathlib import Path
 
 import gymnasium
 import numpy as np
@@ -14,6 +16,7 @@ from gymnasium.utils.env_checker import check_env
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from gymnasium.vector.utils import batch_space
 
+import wd_teach
 from wd_teach.env.registry import find_env, shipped_envs
 from wd_teach.errors import EnvError
 from wd_teach.interop.gymnasium import GymnasiumEnv, GymnasiumVectorEnv
@@ -29,6 +32,15 @@ TWINS = [name for name in SINGLE_AGENT if find_env(name).env_class.gymnasium_twi
 def test_the_classic_control_envs_are_all_here():
     assert {"cartpole", "pendulum", "acrobot", "mountain_car",
             "mountain_car_continuous"} <= set(TWINS)
+
+
+def test_the_adapters_name_no_env():
+    """Like the trainer, the adapters read only the env contract: every env fits them."""
+    names = [*shipped_envs(), "tag", "tagger", "runner", "cart", "pendulum"]
+    for module in (Path(wd_teach.__file__).parent / "interop").glob("*.py"):
+        text = module.read_text().lower()
+        found = [n for n in names if re.search(rf"\b{re.escape(n)}s?\b", text)]
+        assert found == [], f"{module.name} names {found}"
 
 
 def checker_warnings(env) -> set[str]:

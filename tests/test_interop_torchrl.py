@@ -305,7 +305,9 @@ def test_without_torchrl_wd_teach_imports_and_the_adapter_says_what_to_install()
     code = ("import sys; sys.modules['torchrl'] = None; sys.modules['tensordict'] = None\n"
             "import wd_teach, wd_teach.env.wrapper, wd_teach.interop.gymnasium\n"
             "try:\n    import wd_teach.interop.torchrl\n"
-            "except wd_teach.MissingPieceError as err:\n    print(err)\n")
+            "except wd_teach.MissingPieceError as err:\n"
+            "    assert isinstance(err, ModuleNotFoundError) and err.name, err.name\n"
+            "    print(err)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=REPO, timeout=300)
     assert done.returncode == 0, done.stderr

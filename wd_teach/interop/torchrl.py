@@ -27,16 +27,15 @@ Needs TorchRL: pip install "wd-teach[torchrl]".
 
 from __future__ import annotations
 
-from wd_teach.errors import MissingPieceError
+from wd_teach.interop.wrapped import missing_extra
 
 try:
     from tensordict import TensorDict, TensorDictBase
     from torchrl.data import Bounded, Categorical, Composite, MultiCategorical, Unbounded
     from torchrl.envs import EnvBase
 except ImportError as err:  # an optional extra: say what to install
-    raise MissingPieceError(
-        f"wd_teach.interop.torchrl needs TorchRL and tensordict, which are not installed "
-        f"({err}). Install them with: pip install \"wd-teach[torchrl]\"") from err
+    raise missing_extra(err, "wd_teach.interop.torchrl (TorchRL and tensordict)",
+                        "torchrl") from err
 
 import numpy as np
 import torch
@@ -77,9 +76,8 @@ class TorchRLEnv(EnvBase):
         self.wrapper = EnvWrapper(env, num_envs, backend, seed=seed, auto_reset=False,
                                   check_actions=check_actions, max_threads=max_threads)
         super().__init__(device=self.wrapper.device, batch_size=torch.Size([num_envs]))
-        self.group_map = {name: list(agents) for name, agents in groups.items()}
-        self._index = {name: _index(agents, self.wrapper.device)
-                       for name, agents in groups.items()}
+        self.group_map = groups  # name -> agent indices, as TorchRL's multi-agent envs name it
+        self._index = {name: _index(agents, self.device) for name, agents in groups.items()}
         self._make_specs()
 
     @property

@@ -16,9 +16,23 @@ import torch
 
 from wd_teach.device import NUMPY, choose_backend, default_device
 from wd_teach.env import Env
-from wd_teach.env.registry import find_env
+from wd_teach.env.registry import find_env, known_envs
 from wd_teach.env.wrapper import EnvWrapper
-from wd_teach.errors import EnvError
+from wd_teach.errors import EnvError, MissingPieceError
+
+
+class MissingExtraError(MissingPieceError, ModuleNotFoundError):
+    """A package of an optional extra is not installed. A MissingPieceError, and also the
+    ModuleNotFoundError that Python raises for a missing module (with its `name`), so that
+    code which passes over the modules of extras it lacks passes over this one too."""
+
+
+def missing_extra(err: ImportError, what: str, extra: str) -> MissingExtraError:
+    """The error for a module of `what` that needs the extra `extra`, which is missing."""
+    error = MissingExtraError(f"{what} needs the extra {extra!r}, which is not installed "
+                              f"({err}). Install it with: pip install \"wd-teach[{extra}]\"")
+    error.name = err.name
+    return error
 
 
 def as_env(env) -> Env:
@@ -31,8 +45,7 @@ def as_env(env) -> Env:
     if isinstance(env, (str, Path)):
         return find_env(env).env_class()
     raise EnvError(f"expected a wd_teach Env (an object, a class, a name or an env folder's "
-                   f"path), got {type(env).__name__}. Make one first, e.g. "
-                   "find_env('cartpole').env_class(episode_length=100).")
+                   f"path), got {type(env).__name__}. Known names: {', '.join(known_envs())}.")
 
 
 def check_has_agents(env: Env) -> None:
