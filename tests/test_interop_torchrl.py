@@ -69,7 +69,7 @@ def test_torchrl_check_env_specs_passes(name):
 @pytest.mark.parametrize("name", ["cartpole", "tag_grid", "huddle"])
 def test_torchrl_check_env_specs_passes_on_every_backend(name, backend):
     env = TorchRLEnv(small(name), NUM_ENVS, backend)
-    assert env.device == env.wrapper.device
+    assert env.device == env.wrapper.obs.device
     check_env_specs(env, seed=1, break_when_any_done="both")
 
 

@@ -75,7 +75,8 @@ class TorchRLEnv(EnvBase):
         check_device(device, backend)
         self.wrapper = EnvWrapper(env, num_envs, backend, seed=seed, auto_reset=False,
                                   check_actions=check_actions, max_threads=max_threads)
-        super().__init__(device=self.wrapper.device, batch_size=torch.Size([num_envs]))
+        # the store's own tensors say where they are: "cuda:0", where the store says "cuda"
+        super().__init__(device=self.wrapper.obs.device, batch_size=torch.Size([num_envs]))
         self.group_map = groups  # name -> agent indices, as TorchRL's multi-agent envs name it
         self._index = {name: _index(agents, self.device) for name, agents in groups.items()}
         self._make_specs()

@@ -56,11 +56,15 @@ def check_has_agents(env: Env) -> None:
 
 
 def wrapper_device(backend: str | None) -> torch.device:
-    """Where an EnvWrapper on `backend` keeps its store (as EnvWrapper decides it)."""
+    """Where an EnvWrapper on `backend` keeps its store (as EnvWrapper decides it), with the
+    GPU's index: a store on "cuda" lives on the current GPU."""
     if backend == NUMPY:
         return torch.device("cpu")
     choose_backend(backend)  # an unknown or unavailable backend says so here
-    return default_device()
+    device = default_device()
+    if device.type == "cuda" and device.index is None:
+        return torch.device("cuda", torch.cuda.current_device())
+    return device
 
 
 def check_device(device, backend: str | None) -> None:
