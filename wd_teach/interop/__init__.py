@@ -1,0 +1,14 @@
+"""Interop: wd-teach's batched, on-device envs as other libraries expect an env to look.
+
+A layer above the env layer: it builds on EnvWrapper and the env contract alone, so every
+env, shipped or a learner's own folder, fits without an edit, and nothing below imports it.
+
+    torchrl.py     TorchRLEnv: any env as a TorchRL EnvBase, agents grouped by their roles
+                   (pip install "wd-teach[torchrl]")
+    gymnasium.py   GymnasiumVectorEnv, GymnasiumEnv: a single-agent env as gymnasium's
+                   vector env (NumPy in and out), and one copy of it as a gymnasium.Env
+    wrapped.py     what both share: an env from a name, a folder or an object; a new seed
+                   for the start states
+
+`import wd_teach` does not import this layer: TorchRL is an optional extra.
+"""
