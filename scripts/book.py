@@ -19,6 +19,7 @@ import argparse
 import html
 import json
 import multiprocessing
+import os
 import re
 import shutil
 import sys
@@ -86,6 +87,8 @@ def execute(source: Path, workdir: Path, executed: Path) -> float:
 def execute_all(out: Path, jobs: int) -> dict[str, float]:
     """Execute every notebook into out/notebooks/, `jobs` at a time; seconds per notebook."""
     (out / "notebooks").mkdir(parents=True, exist_ok=True)
+    # The kernels share the cores: each takes its share of torch's threads, not all of them.
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // jobs)))
     with tempfile.TemporaryDirectory(prefix="wd-teach-book-") as scratch:
         workdir = Path(scratch) / "notebooks"
         shutil.copytree(NOTEBOOKS, workdir)
@@ -146,6 +149,16 @@ def standalone(heading: str, body: str, css: str = INDEX_CSS) -> str:
             f"<body>{body}</body></html>\n")
 
 
+def where_run() -> str:
+    """Where the notebooks ran, for the index: a GPU at full size, or the CPU at small size."""
+    import wd_teach  # here, not at the top: it decides between the GPU and the simulator
+
+    if wd_teach.gpu_available():
+        return f"on a GPU ({wd_teach.discover().gpu_name}), at full size"
+    return ("on a CPU, at small size, with Numba's CUDA simulator standing in for the GPU: the "
+            "code, the pictures and the checks are real, the speeds are not a GPU's")
+
+
 def render_index(out: Path, executed: list) -> None:
     lessons = "".join(
         f'<div class="lesson"><h2><a href="{stem}.html">{html.escape(title(notebook))}</a>'
@@ -154,10 +167,9 @@ def render_index(out: Path, executed: list) -> None:
     body = (
         "<h1>wd-teach: end-to-end multi-agent RL on a GPU, one notebook at a time</h1>"
         '<p class="note">Every lesson below was executed top to bottom on '
-        f"{date.today():%Y-%m-%d} on a CPU, at small size, with Numba's CUDA simulator "
-        "standing in for the GPU: the code, the pictures and the checks are real, the speeds "
-        "are not a GPU's. To run the lessons, open them on Colab from the badge at the top of "
-        f'each page, or clone <a href="{html.escape(repository())}">the repository</a>. '
+        f"{date.today():%Y-%m-%d} {html.escape(where_run())}. To run the lessons, open them "
+        "on Colab from the badge at the top of each page, or clone "
+        f'<a href="{html.escape(repository())}">the repository</a>. '
         'For teachers: <a href="teaching.html">the teacher\'s guide</a>.</p>'
         f"{lessons}")
     (out / "index.html").write_text(standalone("wd-teach: the lessons", body), "utf-8")
