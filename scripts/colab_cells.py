@@ -1,12 +1,13 @@
-"""Put the Colab badge and install cell at the top of notebooks (they are made by
-wd_teach.colab from the repository URL in pyproject.toml's [project.urls] Homepage).
+"""Put the Colab badge and install cell at the top of notebooks, and point the documents'
+Colab links and install sources at the repository (all made by wd_teach.colab from the
+repository URL in pyproject.toml's [project.urls] Homepage, the one place it lives).
 
-    python scripts/colab_cells.py                      # every notebook in notebooks/
-    python scripts/colab_cells.py notebooks/07_*.ipynb # some
+    python scripts/colab_cells.py                      # every notebook, and DOCUMENTS
+    python scripts/colab_cells.py notebooks/07_*.ipynb # some notebooks (and DOCUMENTS)
     python scripts/colab_cells.py --check              # exit 1, naming each one out of date
 
 Run it after adding a notebook or changing the repository URL; tests/test_colab.py fails
-until every notebook carries the cells.
+until every notebook carries the cells and every document the links.
 """
 
 import argparse
@@ -16,9 +17,11 @@ from pathlib import Path
 
 import tomllib
 
-from wd_teach.colab import place_cells
+from wd_teach.colab import place_cells, relink
 
 REPO = Path(__file__).resolve().parents[1]
+#: Documents whose Colab links and `pip install git+...` sources follow the repository URL.
+DOCUMENTS = ["README.md", "docs/teaching.md", "notebooks/README.md"]
 
 
 def repository() -> str:
@@ -44,11 +47,16 @@ def main(argv: list[str] | None = None) -> int:
         notebook = json.loads(text)
         notebook["cells"] = place_cells(notebook["cells"], path.name, repository())
         if notebook_text(notebook) != text:
-            stale.append(path)
-            if not args.check:
-                path.write_text(notebook_text(notebook), encoding="utf-8")
+            stale.append((path, notebook_text(notebook)))
+    for document in (REPO / name for name in DOCUMENTS):
+        text = document.read_text(encoding="utf-8")
+        if relink(text, repository()) != text:
+            stale.append((document, relink(text, repository())))
+    if not args.check:
+        for path, text in stale:
+            path.write_text(text, encoding="utf-8")
     verb = "out of date" if args.check else "updated"
-    for path in stale:
+    for path, _ in stale:
         print(f"{verb}: {path}")
     return 1 if args.check and stale else 0
 

@@ -3,6 +3,7 @@
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -46,8 +47,28 @@ def test_badge_opens_this_notebook_from_the_repository_on_colab():
 def test_readme_installs_from_the_same_repository():
     readme = (REPO / "README.md").read_text()
     assert colab.install_source(REPOSITORY) in readme
-    badge_url = colab.badge_cell("00_welcome.ipynb", REPOSITORY).rsplit("(", 1)[1].rstrip(")")
-    assert badge_url in readme
+    assert colab.colab_url("00_welcome.ipynb", REPOSITORY) in readme
+
+
+@pytest.mark.parametrize("document", ["README.md", "docs/teaching.md", "notebooks/README.md"])
+def test_every_link_to_the_repository_follows_pyproject(document):
+    """`python scripts/colab_cells.py` rewrites these links from pyproject's Homepage; a link
+    to another repository (a copy of an old address) fails here."""
+    text = (REPO / document).read_text()
+    fix = f"run `python scripts/colab_cells.py` to point {document}'s links at {REPOSITORY}"
+    assert colab.relink(text, REPOSITORY) == text, fix
+    assert colab.COLAB_LINK.search(text) or colab.INSTALL_LINK.search(text), (
+        f"{document} has no Colab link to check")
+
+
+def test_relink_points_colab_links_and_install_sources_at_another_repository():
+    text = ("[00](https://colab.research.google.com/github/wd-teach/wd-teach/blob/main/notebooks/"
+            "00_welcome.ipynb) and `pip install git+https://github.com/wd-teach/wd-teach@main`")
+    moved = colab.relink(text, "https://github.com/someone/fork")
+    assert moved == ("[00](https://colab.research.google.com/github/someone/fork/blob/main/"
+                     "notebooks/00_welcome.ipynb) and "
+                     "`pip install git+https://github.com/someone/fork@main`")
+    assert colab.relink(moved, "https://github.com/someone/fork") == moved
 
 
 def test_placing_the_cells_twice_changes_nothing_and_keeps_every_other_cell():
@@ -94,11 +115,52 @@ def test_setup_on_a_gpu_runtime_installs_for_its_driver_then_runs_the_doctor(mon
     monkeypatch.setattr(colab, "nvcc_path", lambda: "/usr/local/cuda/bin/nvcc")
     monkeypatch.setattr(colab, "_run",
                         lambda *a: ran.append(a) or subprocess.CompletedProcess(a, 0))
+    monkeypatch.setattr(colab, "DRIVE", Path("/nonexistent/drive"))
     assert colab.setup_colab() == 0
     pip, doctor = ran
     assert pip[1:4] == ("-m", "pip", "install")
-    assert list(pip[5:]) == colab.colab_requirements((12, 4), True)
+    assert list(pip[4:]) == colab.colab_requirements((12, 4), True)
     assert doctor[1:] == ("-m", "wd_teach.cli", "doctor")
+
+
+def test_with_drive_mounted_pycuda_is_built_into_drive_once_and_installed_from_there(
+        monkeypatch, tmp_path, capfd):
+    ran = []
+    monkeypatch.setattr(colab, "_driver_cuda_version", lambda: (12, 4))
+    monkeypatch.setattr(colab, "nvcc_path", lambda: "/usr/local/cuda/bin/nvcc")
+    monkeypatch.setattr(colab, "DRIVE", tmp_path)
+    monkeypatch.setattr(colab, "DRIVE_WHEELS", tmp_path / "wd-teach" / "wheels")
+    monkeypatch.setattr(colab, "_run",
+                        lambda *a: ran.append(a) or subprocess.CompletedProcess(a, 0))
+    assert colab.setup_colab() == 0
+    wheel, pip, _ = ran
+    wheels = str(tmp_path / "wd-teach" / "wheels")
+    assert wheel[3:] == ("wheel", "--no-deps", "--find-links", wheels, "--wheel-dir", wheels,
+                         *colab.extra_requirements("pycuda"))
+    assert pip[3:6] == ("install", "--find-links", wheels)
+    assert list(pip[6:]) == colab.colab_requirements((12, 4), True)
+    assert (tmp_path / "wd-teach" / "wheels").is_dir()
+    assert f"kept in {wheels}" in capfd.readouterr().out
+
+
+def test_without_drive_the_setup_says_how_to_keep_the_build(monkeypatch, capfd):
+    monkeypatch.setattr(colab, "DRIVE", Path("/nonexistent/drive"))
+    assert colab._wheel_folder(nvcc=True) is None
+    assert "mount Google Drive" in capfd.readouterr().out
+    assert colab._wheel_folder(nvcc=False) is None  # no PyCUDA, nothing to keep
+
+
+def test_a_failed_build_stops_the_setup_before_the_install(monkeypatch, tmp_path, capfd):
+    ran = []
+    monkeypatch.setattr(colab, "_driver_cuda_version", lambda: (12, 4))
+    monkeypatch.setattr(colab, "nvcc_path", lambda: "/usr/local/cuda/bin/nvcc")
+    monkeypatch.setattr(colab, "DRIVE", tmp_path)
+    monkeypatch.setattr(colab, "DRIVE_WHEELS", tmp_path / "wheels")
+    monkeypatch.setattr(colab, "_run",
+                        lambda *a: ran.append(a) or subprocess.CompletedProcess(a, 1))
+    assert colab.setup_colab() == 1
+    assert [step[3] for step in ran] == ["wheel"]
+    assert "The install failed" in capfd.readouterr().out
 
 
 def test_setup_without_a_gpu_says_how_to_select_one(monkeypatch, capfd):
@@ -119,6 +181,39 @@ def package_index_reachable() -> bool:
 def _run_cell(python, env, cwd=None):
     return subprocess.run([python, "-c", colab.setup_cell(REPOSITORY)], capture_output=True,
                           text=True, env=env, cwd=cwd, timeout=1200)
+
+
+def test_the_install_cell_shows_each_line_as_it_comes_and_says_how_long(tmp_path):
+    """On 'Colab', with wd_teach importable, the cell runs only `python -m wd_teach.colab`;
+    a stand-in module there prints a line, waits, and prints another: the first line must
+    reach the cell's output before the second is written (pip's progress, as it goes)."""
+    cell = colab.setup_cell(REPOSITORY)
+    assert colab.SETUP_MINUTES in " ".join(line.lstrip("# ") for line in cell.splitlines())
+    stand_in = tmp_path / "wd_teach"
+    stand_in.mkdir()
+    (stand_in / "__init__.py").write_text("")
+    (stand_in / "colab.py").write_text(
+        "import pathlib, time\n"
+        "print('step one', flush=True)\n"
+        "for _ in range(200):\n"
+        "    if pathlib.Path('seen').exists(): break\n"
+        "    time.sleep(0.05)\n"
+        "print('step two' if pathlib.Path('seen').exists() else 'step one not shown in 10 s')\n")
+    watcher = ("import runpy, sys, pathlib\n"
+               "class Out:\n"
+               "    def write(self, text):\n"
+               "        sys.__stdout__.write(text)\n"
+               "        if 'step one' in text: pathlib.Path('seen').touch()\n"
+               "    def flush(self): sys.__stdout__.flush()\n"
+               "sys.stdout = Out()\n"
+               "exec(sys.argv[1])\n")
+    env = {**os.environ, "COLAB_RELEASE_TAG": "wd-teach-test", "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", watcher, cell], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[:3] == ["$ python -m wd_teach.colab", "step one", "step two"]
+    assert re.fullmatch(r"Set-up done in \d+ s\.", lines[3]) and len(lines) == 4
 
 
 def test_the_install_cell_does_nothing_off_colab():

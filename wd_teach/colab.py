@@ -13,7 +13,12 @@ where nvcc is (Colab's GPU runtimes have it).
 
 Both cells are made here from the repository URL in pyproject.toml ([project.urls] Homepage),
 so the badge, the install source and the README never disagree: `scripts/colab_cells.py`
-writes them into the notebooks, and tests/test_colab.py checks that they are there.
+writes them into the notebooks (and the links into README.md and docs/), and
+tests/test_colab.py checks that they are there.
+
+PyCUDA has no wheels on PyPI: pip builds it from source, the longest part of the set-up. A
+fresh Colab runtime forgets everything, so where Google Drive is mounted the built wheel is
+kept there (`DRIVE_WHEELS`) and the next runtime installs it instead of building again.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 from wd_teach.device import _driver_cuda_version, nvcc_path, nvvm_pin
 from wd_teach.errors import MissingPieceError
@@ -40,6 +46,21 @@ SETUP_CELL_HEAD = "# Colab only: install wd-teach"
 #: that notebooks started from before the cell was generated.
 SETUP_CELL_HEADS = (SETUP_CELL_HEAD, "# On Colab (Runtime > Change runtime type > GPU)")
 BADGE_HEAD = "[![Open In Colab]"
+
+#: How long the set-up takes, as the install cell says. PyCUDA's build is the long part: its
+#: sdist built in about two minutes on the GPU machine where it was timed; the whole cell has
+#: not been timed on Colab, so the cell prints its own time when it ends.
+SETUP_MINUTES = "a few minutes on a GPU runtime, mostly PyCUDA's build from source"
+
+#: Where a mounted Google Drive keeps the PyCUDA wheel that pip builds, for the next runtime.
+DRIVE = Path("/content/drive/MyDrive")
+DRIVE_WHEELS = DRIVE / "wd-teach" / "wheels"
+
+#: Links to the repository in documents (README.md, docs/): their owner/name and branch
+#: follow pyproject's Homepage (`relink`).
+COLAB_LINK = re.compile(
+    r"https://colab\.research\.google\.com/github/[\w.-]+/[\w.-]+/blob/[\w.-]+/")
+INSTALL_LINK = re.compile(r"git\+https://github\.com/[\w.-]+/[\w.-]+@[\w.-]+")
 
 NO_GPU = """\
 This Colab runtime has no GPU. To get one: Runtime > Change runtime type > Hardware accelerator:
@@ -61,11 +82,15 @@ def _github(repository: str) -> str:
     return match.group(1)
 
 
+def colab_url(notebook: str, repository: str) -> str:
+    """The address that opens a notebook of the repository on Colab."""
+    return (f"https://colab.research.google.com/github/{_github(repository)}/blob/{BRANCH}/"
+            f"notebooks/{notebook}")
+
+
 def badge_cell(notebook: str, repository: str) -> str:
     """The markdown of a notebook's first cell: a badge that opens it on Colab."""
-    url = (f"https://colab.research.google.com/github/{_github(repository)}/blob/{BRANCH}/"
-           f"notebooks/{notebook}")
-    return f"[![Open In Colab]({BADGE})]({url})"
+    return f"[![Open In Colab]({BADGE})]({colab_url(notebook, repository)})"
 
 
 def install_source(repository: str) -> str:
@@ -73,24 +98,41 @@ def install_source(repository: str) -> str:
     return f"git+https://github.com/{_github(repository)}@{BRANCH}"
 
 
+def relink(text: str, repository: str) -> str:
+    """A document with its Colab links and pip install sources pointed at `repository`."""
+    text = COLAB_LINK.sub(colab_url("", repository).removesuffix("notebooks/"), text)
+    return INSTALL_LINK.sub(install_source(repository), text)
+
+
 def setup_cell(repository: str) -> str:
     """The first code cell of every notebook. It runs before wd-teach is installed, so it uses
-    only the standard library; WD_TEACH_SOURCE (a path or a pip URL) installs from elsewhere."""
+    only the standard library; WD_TEACH_SOURCE (a path or a pip URL) installs from elsewhere.
+    pip's output is printed line by line as it comes, so a learner sees the install move."""
     return f'''\
 {SETUP_CELL_HEAD} with PyCUDA and the Numba CUDA that suits this runtime's GPU
-# driver, and check that a GPU runtime is selected (a minute or two). Elsewhere it does nothing.
+# driver, and check that a GPU runtime is selected. Elsewhere this cell does nothing.
+# Time: {SETUP_MINUTES}.
+# pip's output shows as it goes. Mount Google Drive first (Files pane > Mount Drive) and
+# PyCUDA's build is kept there for your next runtime.
 import importlib.util
 import os
 import subprocess
 import sys
+import time
 
 if "google.colab" in sys.modules or any(name.startswith("COLAB_") for name in os.environ):
+    start = time.monotonic()
     source = os.environ.get("WD_TEACH_SOURCE", "{install_source(repository)}")
-    steps = [] if importlib.util.find_spec("wd_teach") else [["-m", "pip", "install", "-q", source]]
+    steps = [] if importlib.util.find_spec("wd_teach") else [["-m", "pip", "install", source]]
     for step in [*steps, ["-m", "wd_teach.colab"]]:
-        done = subprocess.run([sys.executable, *step], capture_output=True, text=True)
-        print(done.stdout + done.stderr)
-        done.check_returncode()
+        print("$ python", *step, flush=True)
+        with subprocess.Popen([sys.executable, *step], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) as process:
+            for line in process.stdout:
+                print(line, end="", flush=True)
+        if process.returncode:
+            raise subprocess.CalledProcessError(process.returncode, step)
+    print(f"Set-up done in {{time.monotonic() - start:.0f}} s.")
 else:
     print("Not on Colab: nothing to install, wd-teach comes from this environment.")'''
 
@@ -160,6 +202,39 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(args, check=False)
 
 
+def _pip(*args: str) -> bool:
+    return _run(sys.executable, "-m", "pip", *args).returncode == 0
+
+
+def install(driver: tuple[int, int], nvcc: bool, wheels: Path | None) -> bool:
+    """pip-install what a runtime with this driver needs. With a `wheels` folder (on Drive),
+    PyCUDA's wheel is built into it first, or found there from an earlier runtime, and the
+    install takes it from there. True when every step succeeded."""
+    requirements = colab_requirements(driver, nvcc)
+    links = []
+    if nvcc and wheels is not None:
+        wheels.mkdir(parents=True, exist_ok=True)
+        links = ["--find-links", str(wheels)]
+        if not _pip("wheel", "--no-deps", *links, "--wheel-dir", str(wheels),
+                    *extra_requirements("pycuda")):
+            return False
+    return _pip("install", *links, *requirements)
+
+
+def _wheel_folder(nvcc: bool) -> Path | None:
+    """Drive's wheel folder where Drive is mounted; else None, after a tip on mounting it."""
+    if not nvcc:
+        return None
+    if DRIVE.is_dir():
+        print(f"Google Drive is mounted: PyCUDA's wheel is kept in {DRIVE_WHEELS}, built only "
+              "if it is not there yet (delete the folder to build it again).", flush=True)
+        return DRIVE_WHEELS
+    print("PyCUDA builds from source (about 2 minutes). To build it only once, mount Google "
+          "Drive (Files pane > Mount Drive) before this cell: the wheel is then kept there for "
+          "your next runtime.", flush=True)
+    return None
+
+
 def setup_colab() -> int:
     """Install what this runtime's GPU needs, then print the doctor's table. Returns 0 when the
     lessons can run (on the GPU, or on the simulator without one)."""
@@ -167,10 +242,10 @@ def setup_colab() -> int:
     if driver is None:
         print(NO_GPU, end="\n\n", flush=True)
     else:
-        requirements = colab_requirements(driver, nvcc_path() is not None)
-        print(f"GPU driver for CUDA {driver[0]}.{driver[1]}: installing what Numba and PyCUDA "
-              "need for it (PyCUDA builds from source: a minute or two).", flush=True)
-        if _run(sys.executable, "-m", "pip", "install", "-q", *requirements).returncode:
+        nvcc = nvcc_path() is not None
+        print(f"GPU driver for CUDA {driver[0]}.{driver[1]}: installing what Numba"
+              f"{' and PyCUDA' if nvcc else ''} need for it.", flush=True)
+        if not install(driver, nvcc, _wheel_folder(nvcc)):
             print("The install failed (see above). Run this cell again; if it fails again, "
                   "Runtime > Disconnect and delete runtime, and start over.", flush=True)
             return 1
