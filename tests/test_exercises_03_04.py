@@ -1,5 +1,5 @@
-"""The checkers of 03_sampler and 04_reset_and_log say yes to right answers and no, with a
-hint, to wrong ones."""
+"""The checker of 03_sampler says yes to right answers and no, with a hint, to wrong ones.
+(04_reset_and_log's reset exercise is tested in tests/test_exercise_reset.py.)"""
 
 import numpy as np
 import pytest
@@ -7,7 +7,7 @@ from numba import cuda
 
 import wd_teach
 from wd_teach.device import nvcc_path
-from wd_teach.exercises import lesson_03, lesson_04
+from wd_teach.exercises import lesson_03
 from wd_teach.numba_index import agent_id, env_id
 from wd_teach.sampler.reference import inverse_cdf
 
@@ -211,82 +211,4 @@ def test_a_running_sum_started_at_a_bare_float_is_refused_from_its_code(capsys):
 
 def test_draw_checker_waits_for_both_halves(capsys):
     assert not lesson_03.check_draw_kernels(make_draw_kernel(), None)
-    assert "Not yet" in capsys.readouterr().out
-
-
-# -- lesson 04: the reset kernel -------------------------------------------------------------
-
-
-@cuda.jit
-def right_reset(data, pristine, done, row_length):
-    env = env_id()
-    if done[env] == 0:
-        return
-    flat_data = data.reshape(data.size)
-    flat_pristine = pristine.reshape(pristine.size)
-    for i in range(agent_id(), row_length, cuda.gridDim.y * cuda.blockDim.x):
-        flat_data[env * row_length + i] = flat_pristine[env * row_length + i]
-
-
-@cuda.jit
-def resets_everything(data, pristine, done, row_length):
-    env = env_id()
-    flat_data = data.reshape(data.size)
-    flat_pristine = pristine.reshape(pristine.size)
-    for i in range(agent_id(), row_length, cuda.gridDim.y * cuda.blockDim.x):
-        flat_data[env * row_length + i] = flat_pristine[env * row_length + i]
-
-
-@cuda.jit
-def one_value_per_thread(data, pristine, done, row_length):
-    env = env_id()
-    if done[env] == 0:
-        return
-    flat_data = data.reshape(data.size)
-    flat_pristine = pristine.reshape(pristine.size)
-    if agent_id() < row_length:
-        flat_data[env * row_length + agent_id()] = flat_pristine[env * row_length + agent_id()]
-
-
-@cuda.jit
-def clears_the_flag(data, pristine, done, row_length):
-    env = env_id()
-    if done[env] == 0:
-        return
-    flat_data = data.reshape(data.size)
-    flat_pristine = pristine.reshape(pristine.size)
-    for i in range(agent_id(), row_length, cuda.gridDim.y * cuda.blockDim.x):
-        flat_data[env * row_length + i] = flat_pristine[env * row_length + i]
-    done[env] = 0
-
-
-@cuda.jit
-def misnamed(values, pristine, done, row_length, extra):
-    pass
-
-
-def test_reset_checker_accepts_a_strided_copy_of_done_rows(capsys):
-    assert lesson_04.check_reset_kernel(right_reset)
-    assert "All right" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("kernel, hint", [
-    (resets_everything, "Return early when done[env] == 0"),
-    (one_value_per_thread, "stride over the row together"),
-    (clears_the_flag, "the done flags changed"),
-    (misnamed, "the parameters are data, pristine, done, row_length"),
-    (inverse_cdf, "as a Numba kernel"),
-])
-def test_reset_checker_rejects_wrong_kernels_with_a_hint(kernel, hint, capsys):
-    assert not lesson_04.check_reset_kernel(kernel)
-    assert hint in capsys.readouterr().out
-
-
-@cuda.jit
-def does_nothing(data, pristine, done, row_length):
-    pass
-
-
-def test_reset_checker_says_not_yet_to_the_empty_stub(capsys):
-    assert not lesson_04.check_reset_kernel(does_nothing)
     assert "Not yet" in capsys.readouterr().out

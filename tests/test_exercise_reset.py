@@ -1,0 +1,143 @@
+"""The checkers of 04_reset_and_log's exercise (the reset in Numba and in CUDA C) say yes to
+a right reset and no, naming what is wrong, to the usual wrong ones; and where the CUDA C
+cannot run they never say "All right" for it.
+
+The Numba kernels run here (the simulator, or a GPU). The CUDA C ones run only with PyCUDA
+on a GPU (tests/gpu/test_exercise_reset_gpu.py); here they meet the no-GPU path: named
+kernels, parameters bound against the store, compiled where nvcc is.
+"""
+
+import pytest
+from numba import cuda
+
+from wd_teach.device import nvcc_path
+from wd_teach.exercises import lesson_04
+from wd_teach.numba_index import agent_id, env_id
+
+RESET_C = r"""
+#include "wd_teach.cuh"
+
+extern "C" __global__ void reset_rows(float* data, const float* pristine, const int* done,
+                                      int row_length) {
+  const int env = wd_env_id();
+  if (done[env] == 0) return;
+  const long long row_start = (long long)env * row_length;
+  for (int i = wd_agent_id(); i < row_length; i += gridDim.y * blockDim.x) {
+    data[row_start + i] = pristine[row_start + i];
+  }
+}
+
+extern "C" __global__ void clear_done(int* done) {
+  if (wd_agent_id() == 0) done[wd_env_id()] = 0;
+}
+"""
+
+
+def make_reset_rows(check_done=True, stride=True, own_row=True, lowers_flag=False):
+    """The right Numba reset_rows, or one with a single thing wrong."""
+
+    @cuda.jit
+    def reset_rows(data, pristine, done, row_length):
+        env = env_id()
+        if check_done and done[env] == 0:
+            return
+        flat_data = data.reshape(data.size)
+        flat_pristine = pristine.reshape(pristine.size)
+        row_start = env * row_length
+        source_start = row_start if own_row else 0
+        step = cuda.gridDim.y * cuda.blockDim.x if stride else row_length
+        for i in range(agent_id(), row_length, step):
+            flat_data[row_start + i] = flat_pristine[source_start + i]
+        if lowers_flag and agent_id() == 0:
+            done[env] = 0
+
+    return reset_rows
+
+
+@cuda.jit
+def clear_done(done):
+    if agent_id() == 0:
+        done[env_id()] = 0
+
+
+@cuda.jit
+def keeps_the_flags(done):  # named clear_done below: it forgets to lower them
+    pass
+
+
+keeps_the_flags.py_func.__name__ = "clear_done"
+
+
+@cuda.jit
+def does_nothing(data, pristine, done, row_length):
+    pass
+
+
+does_nothing.py_func.__name__ = "reset_rows"
+
+
+@pytest.fixture
+def no_pycuda(monkeypatch):
+    """The checker as it runs on a machine where PyCUDA cannot run, on any machine."""
+    monkeypatch.setattr(lesson_04, "pycuda_runs", lambda: False)
+
+
+def test_the_numba_checker_accepts_a_right_reset(capsys):
+    assert lesson_04.check_numba_reset([make_reset_rows(), clear_done])
+    assert "All right, Numba" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kernels, says", [
+    ([make_reset_rows(check_done=False), clear_done],
+     ["is not done, but its row changed", "Return early when done[env] == 0"]),
+    ([make_reset_rows(stride=False), clear_done],
+     ["is done, but", "were not restored", "agent ", "stride over the row"]),
+    ([make_reset_rows(own_row=False), clear_done],
+     ["copied from env 0's pristine row", "e * row_length"]),
+    ([make_reset_rows(lowers_flag=True), clear_done],
+     ["reset_rows changed env", "done flag", "clear_done, a launch of its own"]),
+    ([make_reset_rows(), keeps_the_flags], ["after clear_done", "done flag is still 1"]),
+    ([does_nothing, clear_done], ["Not yet: reset_rows changed nothing"]),
+    ([make_reset_rows()], ["no kernel named clear_done"]),
+    (make_reset_rows(), ["Not yet: pass [reset_rows, clear_done]"]),
+    (None, ["Not yet"]),
+])
+def test_the_numba_checker_rejects_wrong_resets_naming_what_is_wrong(kernels, says, capsys):
+    assert not lesson_04.check_numba_reset(kernels)
+    out = capsys.readouterr().out
+    assert "All right" not in out
+    for piece in says:
+        assert piece in out
+
+
+def test_wrong_rows_are_named_by_array_env_and_agent(capsys):
+    assert not lesson_04.check_numba_reset([make_reset_rows(stride=False), clear_done])
+    out = capsys.readouterr().out
+    assert "array 'vel'" in out or "array 'pos'" in out
+    assert "env " in out and "agent " in out
+
+
+def test_without_pycuda_a_right_cuda_c_reset_is_reported_as_not_run(no_pycuda, capsys):
+    assert lesson_04.check_cuda_c_reset(RESET_C)
+    out = capsys.readouterr().out
+    assert "All right" not in out
+    assert "NOT run" in out and "NOT checked" in out
+
+
+@pytest.mark.parametrize("source, says", [
+    (RESET_C.replace("clear_done", "clear_flags"), "no kernel named 'clear_done'"),
+    (RESET_C.replace("float* data", "int* data"), "'pos' holds float32"),
+    (RESET_C.replace("int row_length)", "int row_length, int num_rows)"),
+     "takes 5 parameter(s)"),
+    (RESET_C.replace("return;\n  const", "return\n  const"), "could not compile"),
+    (RESET_C.replace("done[wd_env_id()] = 0;", "").replace("if (wd_agent_id() == 0)", ""),
+     "Not yet: clear_done has an empty body"),
+    (None, "Not yet"),
+])
+def test_without_pycuda_wrong_cuda_c_is_rejected_before_it_could_run(no_pycuda, source, says,
+                                                                      capsys):
+    if says == "could not compile" and nvcc_path() is None:
+        pytest.skip("a compile error needs nvcc to be found, and nvcc is not on this machine")
+    assert not lesson_04.check_cuda_c_reset(source)
+    out = capsys.readouterr().out
+    assert says in out and "All right" not in out
