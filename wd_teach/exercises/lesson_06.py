@@ -1,17 +1,32 @@
-"""Checker for 06_tag: the catch rule of Tag, vectorised in NumPy.
+"""Checkers for 06_tag: the catch rule of Tag, in NumPy, then on the GPU with an atomic.
 
-The learner writes `caught(loc_x, loc_y, in_game, num_taggers, tagging_distance)`: which
+Exercise 1: the learner writes `caught(loc_x, loc_y, in_game, num_taggers, tagging_distance)`: which
 runners a tagger catches this step, as a bool array [envs, runners], for all environments at
 once. The checker asks the Tag games' own NumPy reference (tag_catch's twin in
 envs/_tag/tag_reference.py) on copies of the same states, and tries the cases that trip
 people: runners already out of the game, a runner exactly at the tagging distance, several
 taggers, environments that differ.
+
+Exercise 2: the learner writes the catch as a kernel, in Numba and in CUDA C, that counts the
+runners caught with an atomic add (below: check_numba_catch, check_cuda_c_catch). Under the
+simulator a plain += cannot lose counts (it runs a block's threads one at a time), so there
+the checker also reads the Numba kernel for an atomic; on a GPU the crowd case shows the
+lost counts themselves. CUDA C that cannot run here is compiled and bound only
+(cuda_c_unrun), and the verdict says that it was NOT run.
 """
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
+from wd_teach._simulator import simulator_on
+from wd_teach.data import DataStore
+from wd_teach.device import discover
+from wd_teach.errors import WdTeachError
+from wd_teach.exercises.cuda_c_unrun import check_without_gpu
+from wd_teach.launch import KernelLauncher
 from wd_teach_envs._tag import tag_reference
 
 
@@ -85,3 +100,173 @@ def _hint(what: str, want: bool) -> str:
     return ("a runner is caught when any tagger (agents 0 .. num_taggers - 1) is within "
             "tagging_distance: compare dx*dx + dy*dy with tagging_distance**2 for every "
             "(runner, tagger) pair, with arrays shaped [env, runner, tagger].")
+
+
+# -- the catch on the GPU, with an atomic: Numba and CUDA C ---------------------------------
+#
+# The learner writes `catch_runners(loc_x, loc_y, in_game, num_caught, num_agents,
+# num_taggers, tagging_distance)`, one thread per agent: a runner still in the game with a
+# tagger within tagging_distance leaves the game (in_game = 0) and adds 1 to its
+# environment's count of runners caught, num_caught[env], with an atomic add. Positions lie
+# on a grid of 1/16, so that dx*dx + dy*dy is exact in float32 whether or not the compiler
+# fuses the multiply and the add (Step 3): the learner needs no tag_mul to agree bit for bit.
+
+#: (what the case tries, environments, taggers, runners, threads per block at most).
+CATCH_CASES = [
+    ("random positions, everyone playing", 4, 3, 9, 1024),
+    ("runners already out of the game, standing on a tagger", 4, 3, 9, 1024),
+    ("whole-number positions: runners exactly at the tagging distance", 4, 2, 10, 1024),
+    ("a crowd: 61 runners on 3 taggers, blocks of 24 (three per game, the last part-full)",
+     3, 3, 61, 24),
+]
+CATCH_PARAMETERS = ("loc_x, loc_y, in_game, num_caught, num_agents, num_taggers, "
+                    "tagging_distance")
+CATCH_HINT = f"write catch_runners({CATCH_PARAMETERS}), with these parameter names."
+RACE = ("threads adding to one counter at once with a plain += read the same old value and "
+        "overwrite each other's adds. Count with cuda.atomic.add(num_caught, env, 1) in Numba, "
+        "atomicAdd(&num_caught[env], 1) in CUDA C.")
+
+
+def check_numba_catch(kernel) -> bool:
+    """Check the learner's Numba `catch_runners`: on the GPU, or under the simulator."""
+    if not hasattr(kernel, "py_func"):
+        print("Not yet: write catch_runners as a Numba kernel (@cuda.jit).")
+        return False
+    if not _run_catch_cases(kernel, "numba", "Numba"):
+        return False
+    if simulator_on() and "atomic" not in kernel.py_func.__code__.co_names:
+        print("Numba: the right runners are caught and counted here, but without an atomic. "
+              "The simulator runs a block's threads one at a time, so a plain += cannot go "
+              f"wrong here; on a GPU it does: {RACE}")
+        return False
+    where = "under the simulator" if simulator_on() else "on the GPU"
+    print(f"All right, Numba ({where}): the same runners are caught as in the Tag games' own "
+          "reference, and every catch is counted, with an atomic add.")
+    return True
+
+
+def check_cuda_c_catch(source) -> bool:
+    """Check the learner's CUDA C `catch_runners`: run with PyCUDA on a GPU; without one,
+    compiled and bound only, and reported as not run."""
+    if not isinstance(source, str) or "catch_runners" not in source:
+        print("Not yet: write the CUDA C source of catch_runners as a string.")
+        return False
+    if not pycuda_runs():
+        store, _ = _catch_store(np.random.default_rng(), CATCH_CASES[0])
+        launches = {"catch_runners": None}  # launched by its own parameter names
+        return check_without_gpu(source, launches, store, CATCH_HINT, must=_needs_atomic)
+    if not _run_catch_cases(source, "pycuda", "CUDA C"):
+        return False
+    print("All right, CUDA C (run with PyCUDA on the GPU): the same runners are caught as in "
+          "the Tag games' own reference, and every catch is counted.")
+    return True
+
+
+def pycuda_runs() -> bool:
+    """True where PyCUDA can run the CUDA C (a GPU, and PyCUDA installed)."""
+    return "pycuda" in discover().backends
+
+
+def _needs_atomic(code: str) -> str | None:
+    """Without a GPU the plain += cannot be seen to lose counts: read the code instead."""
+    return None if re.search(r"\batomic\w*\s*\(", code) else f"no atomic in catch_runners. {RACE}"
+
+
+def _catch_store(rng, case):
+    """A store for one case, and the state before the catch (x, y, in_game, num_caught)."""
+    what, num_envs, taggers, runners, _ = case
+    shape = (num_envs, taggers + runners)
+    steps = 1 if "whole-number" in what else 16  # positions on a grid of 1/steps
+    x = (rng.integers(0, 5 * steps, shape) / steps).astype(np.float32)
+    y = (rng.integers(0, 5 * steps, shape) / steps).astype(np.float32)
+    in_game = np.ones(shape, np.int32)
+    if "already out" in what:
+        out = np.arange(taggers, taggers + runners, 2)
+        in_game[:, out] = 0
+        x[:, out], y[:, out] = x[:, :1], y[:, :1]  # on tagger 0: out, so not caught again
+    if "exactly" in what:  # at least one runner exactly 1 from tagger 0, the others far
+        x[:, taggers], y[:, taggers] = x[:, 0] + 1, y[:, 0]
+        x[:, 1:taggers], y[:, 1:taggers] = x[:, :1] - 3, y[:, :1]
+    if "crowd" in what:
+        x[:, taggers:] = x[:, :1] + (rng.integers(-8, 9, (num_envs, runners)) / 16)
+        y[:, taggers:] = y[:, :1]
+    store = DataStore(num_envs, taggers + runners)
+    for name, values in (("loc_x", x), ("loc_y", y), ("in_game", in_game)):
+        store.push(name, values, per="agent")
+    store.push("num_caught", rng.integers(2, 8, num_envs).astype(np.int32), per="env")
+    store.set_constant("num_taggers", taggers)
+    store.set_constant("tagging_distance", 1.0)
+    return store, (x, y, in_game, store.pull("num_caught"))
+
+
+def _run_catch_cases(kernel, backend: str, label: str) -> bool:
+    rng = np.random.default_rng()
+    for case in CATCH_CASES:
+        what, max_threads = case[0], case[-1]
+        store, (x, y, in_game, caught_before) = _catch_store(rng, case)
+        taggers = int(store.constant("num_taggers"))
+        try:
+            launcher = KernelLauncher(store, backend, max_threads=max_threads)
+            names = launcher.load(kernel)
+            if "catch_runners" not in names:
+                raise WdTeachError(f"no kernel named catch_runners (found: {', '.join(names)}).")
+            launcher.launch("catch_runners")
+        except WdTeachError as err:
+            print(f"{label}, {what}: {err}\nHint: {CATCH_HINT}")
+            return False
+        except Exception as err:  # the learner's kernel may fail in any way; say how
+            print(f"{label}, {what}: {type(err).__name__}: {err}\nHint: threads past the last "
+                  "agent must do nothing: if agent >= num_agents, return.")
+            return False
+        want = reference_caught(x, y, in_game, taggers, 1.0)
+        message = _wrong_catch(x, y, in_game, caught_before, want, taggers,
+                               store.pull("in_game"), store.pull("num_caught"))
+        if message:
+            print(f"{label}, {what}: {message}")
+            return False
+    return True
+
+
+def _wrong_catch(x, y, in_game, caught_before, want, taggers, in_game_after, num_caught):
+    """What is wrong first: who left the game, then the counts; None when nothing is."""
+    want_in_game = in_game.copy()
+    want_in_game[:, taggers:][want] = 0
+    wrong = np.argwhere(in_game_after != want_in_game)
+    if wrong.size:
+        env, agent = (int(i) for i in wrong[0])
+        if agent < taggers:
+            return (f"env {env}, agent {agent} is a tagger, and its in_game changed. Only "
+                    f"runners (agents {taggers} and up) can be caught.")
+        d = np.hypot(x[env, :taggers] - x[env, agent], y[env, :taggers] - y[env, agent])
+        near = f"the nearest tagger is at distance {d.min():.4g}, tagging_distance is 1"
+        if want_in_game[env, agent] == 0:
+            if np.array_equal(num_caught, caught_before) \
+                    and np.array_equal(in_game_after, in_game):
+                return (f"Not yet: catch_runners changed nothing, but env {env}, runner agent "
+                        f"{agent} should be caught ({near}). A runner caught leaves the game "
+                        "(in_game = 0) and adds 1 to num_caught[env].")
+            hint = ("Within the tagging distance includes exactly at it: dx*dx + dy*dy <= "
+                    "tagging_distance * tagging_distance." if d.min() == 1 else
+                    "Look at every tagger, agents 0 .. num_taggers - 1.")
+            return (f"env {env}, runner agent {agent} should be caught ({near}) but is still "
+                    f"in the game. {hint}")
+        why = ("it was already out of the game (in_game == 0): it cannot be caught again"
+               if in_game[env, agent] == 0 else near)
+        return f"env {env}, runner agent {agent} left the game, but {why}."
+    want_count = caught_before + want.sum(axis=1, dtype=np.int32)
+    wrong = np.flatnonzero(num_caught != want_count)
+    if wrong.size == 0:
+        return None
+    overwritten = [e for e in wrong if num_caught[e] < caught_before[e]]
+    env = int(overwritten[0] if overwritten else wrong[0])
+    added, caught = int(num_caught[env] - caught_before[env]), int(want[env].sum())
+    if overwritten:
+        return (f"env {env}: num_caught is {num_caught[env]}, want {want_count[env]}: it "
+                f"held {caught_before[env]} before (runners caught earlier this episode). "
+                "Add 1 to it per catch; do not overwrite it.")
+    if 0 <= added < caught:
+        return (f"env {env}: {caught} runners were caught, but num_caught went up by only "
+                f"{added}: adds were lost. {RACE}")
+    return (f"env {env}: num_caught went up by {added}, but {caught} runner(s) were caught. "
+            "Count each runner caught this step once, and nobody else (not a runner "
+            "already out of the game, not a tagger).")

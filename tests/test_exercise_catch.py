@@ -1,0 +1,209 @@
+"""The checkers of 06_tag's GPU exercise (the catch, counted with an atomic, in Numba and in
+CUDA C) say yes to a right catch and no, naming what is wrong, to the usual wrong ones; and
+where the CUDA C cannot run they never say "All right" for it. Also: the race demo's twins
+agree, and its measurement says what it measured.
+
+The Numba kernels run here (the simulator, or a GPU). The CUDA C ones run only with PyCUDA
+on a GPU (tests/gpu/test_exercise_catch_gpu.py); here they meet the no-GPU path.
+"""
+
+import numpy as np
+import pytest
+from matplotlib import pyplot as plt
+from numba import cuda
+
+from wd_teach import cuda_c
+from wd_teach._simulator import simulator_on
+from wd_teach.device import nvcc_path
+from wd_teach.errors import WdTeachError
+from wd_teach.exercises import lesson_06
+from wd_teach.exercises.races import kernels_numba as races_numba
+from wd_teach.exercises.races import pictures as race_pictures
+from wd_teach.exercises.races import races
+from wd_teach.numba_index import agent_id, env_id
+
+CATCH_C = r"""
+#include "wd_teach.cuh"
+
+extern "C" __global__ void catch_runners(const float* loc_x, const float* loc_y, int* in_game,
+                                         int* num_caught, int num_agents, int num_taggers,
+                                         float tagging_distance) {
+  const int env = wd_env_id();
+  const int agent = wd_agent_id();
+  if (agent >= num_agents || agent < num_taggers) return;
+  const int me = wd_slot(env, agent, num_agents);
+  if (in_game[me] == 0) return;
+  for (int tagger = 0; tagger < num_taggers; ++tagger) {
+    const int t = wd_slot(env, tagger, num_agents);
+    const float dx = loc_x[t] - loc_x[me];
+    const float dy = loc_y[t] - loc_y[me];
+    if (dx * dx + dy * dy <= tagging_distance * tagging_distance) {
+      in_game[me] = 0;
+      atomicAdd(&num_caught[env], 1);
+      return;
+    }
+  }
+}
+"""
+
+
+def make_catch(runners_only=True, playing_only=True, at_distance=True, adds=True):
+    """The right Numba catch_runners, or one with a single thing wrong."""
+
+    @cuda.jit
+    def catch_runners(loc_x, loc_y, in_game, num_caught, num_agents, num_taggers,
+                      tagging_distance):
+        env = env_id()
+        agent = agent_id()
+        if agent >= num_agents or (runners_only and agent < num_taggers):
+            return
+        if playing_only and in_game[env, agent] == 0:
+            return
+        reach2 = tagging_distance * tagging_distance
+        for tagger in range(num_taggers):
+            dx = loc_x[env, tagger] - loc_x[env, agent]
+            dy = loc_y[env, tagger] - loc_y[env, agent]
+            d2 = dx * dx + dy * dy
+            if d2 < reach2 or (at_distance and d2 == reach2):
+                in_game[env, agent] = 0
+                if adds:
+                    cuda.atomic.add(num_caught, env, 1)
+                else:
+                    num_caught[env] = 1
+                return
+
+    return catch_runners
+
+
+@cuda.jit
+def catch_runners(loc_x, loc_y, in_game, num_caught, num_agents, num_taggers, tagging_distance):
+    """Right, but for its count: a plain += where an atomic add belongs."""
+    env = env_id()
+    agent = agent_id()
+    if agent >= num_agents or agent < num_taggers or in_game[env, agent] == 0:
+        return
+    for tagger in range(num_taggers):
+        dx = loc_x[env, tagger] - loc_x[env, agent]
+        dy = loc_y[env, tagger] - loc_y[env, agent]
+        if dx * dx + dy * dy <= tagging_distance * tagging_distance:
+            in_game[env, agent] = 0
+            num_caught[env] += 1  # a plain +=: threads of the same env race
+            return
+
+
+plain_count = catch_runners
+
+
+@cuda.jit
+def does_nothing(loc_x, loc_y, in_game, num_caught, num_agents, num_taggers, tagging_distance):
+    pass
+
+
+does_nothing.py_func.__name__ = "catch_runners"
+
+
+@pytest.fixture
+def no_pycuda(monkeypatch):
+    """The checker as it runs on a machine where PyCUDA cannot run, on any machine."""
+    monkeypatch.setattr(lesson_06, "pycuda_runs", lambda: False)
+
+
+def test_the_numba_catch_checker_accepts_a_right_catch(capsys):
+    assert lesson_06.check_numba_catch(make_catch())
+    assert "All right, Numba" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kernel, says", [
+    (make_catch(runners_only=False), ["is a tagger", "Only runners"]),
+    (make_catch(playing_only=False), ["num_caught went up by", "already out of the game"]),
+    (make_catch(at_distance=False), ["should be caught", "exactly at it", "<="]),
+    (make_catch(adds=False), ["do not overwrite it"]),
+    (make_catch().py_func, ["Not yet"]),
+    (does_nothing, ["Not yet: catch_runners changed nothing"]),
+])
+def test_the_numba_catch_checker_rejects_wrong_catches_naming_what_is_wrong(kernel, says,
+                                                                            capsys):
+    assert not lesson_06.check_numba_catch(kernel)
+    out = capsys.readouterr().out
+    assert "All right" not in out
+    for piece in says:
+        assert piece in out
+
+
+def test_a_catch_without_an_atomic_is_rejected_where_it_runs(capsys):
+    """Under the simulator the plain += counts right, so the checker reads the kernel for an
+    atomic and says why; on a GPU the plain += loses counts in the crowd case."""
+    assert not lesson_06.check_numba_catch(plain_count)
+    out = capsys.readouterr().out
+    assert "atomic" in out and "All right" not in out
+    if simulator_on():
+        assert "one at a time" in out
+    else:
+        assert "adds were lost" in out
+
+
+def test_without_pycuda_a_right_cuda_c_catch_is_reported_as_not_run(no_pycuda, capsys):
+    assert lesson_06.check_cuda_c_catch(CATCH_C)
+    out = capsys.readouterr().out
+    assert "All right" not in out
+    assert "NOT run" in out and "NOT checked" in out
+
+
+@pytest.mark.parametrize("source, says", [
+    (CATCH_C.replace("atomicAdd(&num_caught[env], 1);", "num_caught[env] += 1;"),
+     "no atomic in catch_runners"),
+    (CATCH_C.replace("int* num_caught", "float* num_caught"), "'num_caught' holds int32"),
+    (CATCH_C.replace("tagging_distance", "reach"), "takes 'reach', but the store has no"),
+    (CATCH_C.replace("in_game[me] = 0;", "in_game[me] = 0"), "could not compile"),
+    (CATCH_C[:CATCH_C.index("  const int env")] + "  // your code\n}\n",
+     "Not yet: catch_runners has an empty body"),
+    (None, "Not yet"),
+])
+def test_without_pycuda_wrong_cuda_c_is_rejected_before_it_could_run(no_pycuda, source, says,
+                                                                      capsys):
+    if says == "could not compile" and nvcc_path() is None:
+        pytest.skip("a compile error needs nvcc to be found, and nvcc is not on this machine")
+    assert not lesson_06.check_cuda_c_catch(source)
+    out = capsys.readouterr().out
+    assert says in out and "All right" not in out
+
+
+# -- the race demo -----------------------------------------------------------------------------
+
+
+def test_the_race_kernels_are_twins():
+    c_kernels = {name: [p.name for p in params] for name, params in
+                 cuda_c.kernel_signatures(cuda_c.read_source(races.CUDA_C_PATH)).items()}
+    numba_kernels = {name: list(races_numba.__dict__[name].py_func.__code__.co_varnames[:2])
+                     for name in races.KERNELS}
+    assert c_kernels == numba_kernels == {name: ["hits", "num_agents"] for name in races.KERNELS}
+
+
+def test_an_atomic_add_loses_nothing_and_the_measurement_says_so():
+    lost = races.lost_updates("numba", [1, 3, 8], num_envs=2)
+    assert list(lost) == list(races.KERNELS)
+    assert np.array_equal(lost["count_atomic"], np.zeros(3))
+    assert np.all((lost["count_plain"] >= 0) & (lost["count_plain"] < 1))
+
+
+@pytest.mark.parametrize("threads, envs", [([], 2), ([0], 2), ([4], 0)])
+def test_the_measurement_refuses_sizes_it_cannot_measure(threads, envs):
+    with pytest.raises(WdTeachError, match="at least one count of threads"):
+        races.lost_updates("numba", threads, envs)
+
+
+def test_the_race_picture_ends_the_plain_add_at_6_and_the_atomic_at_7():
+    plain, atomic = race_pictures.draw_race()
+    assert [t.get_text() for t in plain.texts][-1] == "counter 6"
+    assert [t.get_text() for t in atomic.texts][-1] == "counter 7"
+    assert len(plain.patches) == 4 and len(atomic.patches) == 2  # read, write; one atomic each
+    plt.close("all")
+
+
+def test_the_lost_updates_picture_draws_each_kernel_of_each_backend_in_percent():
+    lost = {"numba": {"count_plain": np.array([0.0, 0.5]), "count_atomic": np.zeros(2)}}
+    ax = race_pictures.draw_lost_updates([1, 2], lost)
+    lines = {line.get_label(): line.get_ydata() for line in ax.lines}
+    assert np.array_equal(lines["numba: count_plain"], [0, 50])
+    assert np.array_equal(lines["numba: count_atomic"], [0, 0])
+    plt.close("all")
