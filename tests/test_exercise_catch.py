@@ -1,22 +1,26 @@
-"""The checkers of 06_tag's GPU exercise (the catch, counted with an atomic, in Numba and in
-CUDA C) say yes to a right catch and no, naming what is wrong, to the usual wrong ones; and
-where the CUDA C cannot run they never say "All right" for it. Also: the race demo's twins
-agree, and its measurement says what it measured.
+"""The checker of 06_tag's GPU exercise (the catch, counted with an atomic, in Numba and in
+CUDA C) says yes to a right catch and no, naming what is wrong, to the usual wrong ones; and
+where the CUDA C cannot run it never says "All right". Also: the race demo's twins agree, and
+its measurement and pictures say what was measured.
 
 The Numba kernels run here (the simulator, or a GPU). The CUDA C ones run only with PyCUDA
-on a GPU (tests/gpu/test_exercise_catch_gpu.py); here they meet the no-GPU path.
+on a GPU (tests/gpu/test_exercise_catch_gpu.py); here they meet the no-GPU path (forced by
+`no_pycuda`, so it is tested on a GPU machine too).
 """
+
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from matplotlib import pyplot as plt
 from numba import cuda
 
+import wd_teach
 from wd_teach import cuda_c
 from wd_teach._simulator import simulator_on
 from wd_teach.device import nvcc_path
 from wd_teach.errors import WdTeachError
-from wd_teach.exercises import lesson_06
+from wd_teach.exercises import cuda_c_check, lesson_06
 from wd_teach.exercises.races import kernels_numba as races_numba
 from wd_teach.exercises.races import pictures as race_pictures
 from wd_teach.exercises.races import races
@@ -105,12 +109,20 @@ does_nothing.py_func.__name__ = "catch_runners"
 @pytest.fixture
 def no_pycuda(monkeypatch):
     """The checker as it runs on a machine where PyCUDA cannot run, on any machine."""
-    monkeypatch.setattr(lesson_06, "pycuda_runs", lambda: False)
+    here = wd_teach.discover()
+    report = SimpleNamespace(has_gpu=here.has_gpu,
+                             backends=tuple(b for b in here.backends if b != "pycuda"))
+    monkeypatch.setattr(cuda_c_check, "discover", lambda: report)
 
 
-def test_the_numba_catch_checker_accepts_a_right_catch(capsys):
-    assert lesson_06.check_numba_catch(make_catch())
-    assert "All right, Numba" in capsys.readouterr().out
+def test_the_catch_checker_accepts_a_right_catch(capsys):
+    assert lesson_06.check_catch(make_catch(), CATCH_C, "numba")
+    out = capsys.readouterr().out
+    assert "Numba kernel: ran on numba" in out and ": right." in out
+    if "pycuda" in wd_teach.discover().backends:
+        assert "CUDA C kernel: ran on pycuda" in out and "All right" in out
+    else:
+        assert "NOT checked" in out and "All right" not in out
 
 
 @pytest.mark.parametrize("kernel, says", [
@@ -121,9 +133,9 @@ def test_the_numba_catch_checker_accepts_a_right_catch(capsys):
     (make_catch().py_func, ["Not yet"]),
     (does_nothing, ["Not yet: catch_runners changed nothing"]),
 ])
-def test_the_numba_catch_checker_rejects_wrong_catches_naming_what_is_wrong(kernel, says,
+def test_the_catch_checker_rejects_wrong_numba_catches_naming_what_is_wrong(kernel, says,
                                                                             capsys):
-    assert not lesson_06.check_numba_catch(kernel)
+    assert not lesson_06.check_catch(kernel, CATCH_C, "numba")
     out = capsys.readouterr().out
     assert "All right" not in out
     for piece in says:
@@ -133,7 +145,7 @@ def test_the_numba_catch_checker_rejects_wrong_catches_naming_what_is_wrong(kern
 def test_a_catch_without_an_atomic_is_rejected_where_it_runs(capsys):
     """Under the simulator the plain += counts right, so the checker reads the kernel for an
     atomic and says why; on a GPU the plain += loses counts in the crowd case."""
-    assert not lesson_06.check_numba_catch(plain_count)
+    assert not lesson_06.check_catch(plain_count, CATCH_C, "numba")
     out = capsys.readouterr().out
     assert "atomic" in out and "All right" not in out
     if simulator_on():
@@ -143,27 +155,28 @@ def test_a_catch_without_an_atomic_is_rejected_where_it_runs(capsys):
 
 
 def test_without_pycuda_a_right_cuda_c_catch_is_reported_as_not_run(no_pycuda, capsys):
-    assert lesson_06.check_cuda_c_catch(CATCH_C)
+    assert lesson_06.check_catch(make_catch(), CATCH_C, "numba")
     out = capsys.readouterr().out
     assert "All right" not in out
-    assert "NOT run" in out and "NOT checked" in out
+    assert "NOT run" in out or "nor run" in out
+    assert "NOT checked: what the CUDA C kernel computes, since it was not run" in out
 
 
 @pytest.mark.parametrize("source, says", [
     (CATCH_C.replace("atomicAdd(&num_caught[env], 1);", "num_caught[env] += 1;"),
      "no atomic in catch_runners"),
     (CATCH_C.replace("int* num_caught", "float* num_caught"), "'num_caught' holds int32"),
-    (CATCH_C.replace("tagging_distance", "reach"), "takes 'reach', but the store has no"),
+    (CATCH_C.replace("tagging_distance", "reach"), "needs 'reach', but the store has no"),
     (CATCH_C.replace("in_game[me] = 0;", "in_game[me] = 0"), "could not compile"),
     (CATCH_C[:CATCH_C.index("  const int env")] + "  // your code\n}\n",
-     "Not yet: catch_runners has an empty body"),
+     "the body of catch_runners is empty"),
     (None, "Not yet"),
 ])
 def test_without_pycuda_wrong_cuda_c_is_rejected_before_it_could_run(no_pycuda, source, says,
                                                                       capsys):
     if says == "could not compile" and nvcc_path() is None:
         pytest.skip("a compile error needs nvcc to be found, and nvcc is not on this machine")
-    assert not lesson_06.check_cuda_c_catch(source)
+    assert not lesson_06.check_catch(make_catch(), source, "numba")
     out = capsys.readouterr().out
     assert says in out and "All right" not in out
 

@@ -1,17 +1,21 @@
-"""The checkers of 04_reset_and_log's exercise (the reset in Numba and in CUDA C) say yes to
+"""The checker of 04_reset_and_log's exercise (the reset in Numba and in CUDA C) says yes to
 a right reset and no, naming what is wrong, to the usual wrong ones; and where the CUDA C
-cannot run they never say "All right" for it.
+cannot run it never says "All right".
 
 The Numba kernels run here (the simulator, or a GPU). The CUDA C ones run only with PyCUDA
-on a GPU (tests/gpu/test_exercise_reset_gpu.py); here they meet the no-GPU path: named
-kernels, parameters bound against the store, compiled where nvcc is.
+on a GPU (tests/gpu/test_exercise_reset_gpu.py); here they meet the no-GPU path (forced by
+`no_pycuda`, so it is tested on a GPU machine too): named kernels with bodies, parameters
+bound against the store, compiled where nvcc is.
 """
+
+from types import SimpleNamespace
 
 import pytest
 from numba import cuda
 
+import wd_teach
 from wd_teach.device import nvcc_path
-from wd_teach.exercises import lesson_04
+from wd_teach.exercises import cuda_c_check, lesson_04
 from wd_teach.numba_index import agent_id, env_id
 
 RESET_C = r"""
@@ -76,15 +80,26 @@ def does_nothing(data, pristine, done, row_length):
 does_nothing.py_func.__name__ = "reset_rows"
 
 
+RIGHT_NUMBA = [make_reset_rows(), clear_done]
+
+
 @pytest.fixture
 def no_pycuda(monkeypatch):
     """The checker as it runs on a machine where PyCUDA cannot run, on any machine."""
-    monkeypatch.setattr(lesson_04, "pycuda_runs", lambda: False)
+    here = wd_teach.discover()
+    report = SimpleNamespace(has_gpu=here.has_gpu,
+                             backends=tuple(b for b in here.backends if b != "pycuda"))
+    monkeypatch.setattr(cuda_c_check, "discover", lambda: report)
 
 
-def test_the_numba_checker_accepts_a_right_reset(capsys):
-    assert lesson_04.check_numba_reset([make_reset_rows(), clear_done])
-    assert "All right, Numba" in capsys.readouterr().out
+def test_the_checker_accepts_a_right_reset(capsys):
+    assert lesson_04.check_reset(RIGHT_NUMBA, RESET_C, "numba")
+    out = capsys.readouterr().out
+    assert "Numba kernel: ran on numba" in out and ": right." in out
+    if "pycuda" in wd_teach.discover().backends:
+        assert "CUDA C kernel: ran on pycuda" in out and "All right" in out
+    else:
+        assert "NOT checked" in out and "All right" not in out
 
 
 @pytest.mark.parametrize("kernels, says", [
@@ -102,8 +117,8 @@ def test_the_numba_checker_accepts_a_right_reset(capsys):
     (make_reset_rows(), ["Not yet: pass [reset_rows, clear_done]"]),
     (None, ["Not yet"]),
 ])
-def test_the_numba_checker_rejects_wrong_resets_naming_what_is_wrong(kernels, says, capsys):
-    assert not lesson_04.check_numba_reset(kernels)
+def test_the_checker_rejects_wrong_numba_resets_naming_what_is_wrong(kernels, says, capsys):
+    assert not lesson_04.check_reset(kernels, RESET_C, "numba")
     out = capsys.readouterr().out
     assert "All right" not in out
     for piece in says:
@@ -111,33 +126,35 @@ def test_the_numba_checker_rejects_wrong_resets_naming_what_is_wrong(kernels, sa
 
 
 def test_wrong_rows_are_named_by_array_env_and_agent(capsys):
-    assert not lesson_04.check_numba_reset([make_reset_rows(stride=False), clear_done])
+    assert not lesson_04.check_reset([make_reset_rows(stride=False), clear_done], RESET_C,
+                                     "numba")
     out = capsys.readouterr().out
     assert "array 'vel'" in out or "array 'pos'" in out
     assert "env " in out and "agent " in out
 
 
 def test_without_pycuda_a_right_cuda_c_reset_is_reported_as_not_run(no_pycuda, capsys):
-    assert lesson_04.check_cuda_c_reset(RESET_C)
+    assert lesson_04.check_reset(RIGHT_NUMBA, RESET_C, "numba")
     out = capsys.readouterr().out
     assert "All right" not in out
-    assert "NOT run" in out and "NOT checked" in out
+    assert "NOT run" in out or "nor run" in out
+    assert "NOT checked: what the CUDA C kernel computes, since it was not run" in out
 
 
 @pytest.mark.parametrize("source, says", [
-    (RESET_C.replace("clear_done", "clear_flags"), "no kernel named 'clear_done'"),
-    (RESET_C.replace("float* data", "int* data"), "'pos' holds float32"),
+    (RESET_C.replace("clear_done", "clear_flags"), "no kernel named clear_done"),
+    (RESET_C.replace("float* data", "int* data"), "'data' holds float32"),
     (RESET_C.replace("int row_length)", "int row_length, int num_rows)"),
-     "takes 5 parameter(s)"),
+     "needs 'num_rows', but the store has no array or constant"),
     (RESET_C.replace("return;\n  const", "return\n  const"), "could not compile"),
     (RESET_C.replace("done[wd_env_id()] = 0;", "").replace("if (wd_agent_id() == 0)", ""),
-     "Not yet: clear_done has an empty body"),
+     "the body of clear_done is empty"),
     (None, "Not yet"),
 ])
 def test_without_pycuda_wrong_cuda_c_is_rejected_before_it_could_run(no_pycuda, source, says,
                                                                       capsys):
     if says == "could not compile" and nvcc_path() is None:
         pytest.skip("a compile error needs nvcc to be found, and nvcc is not on this machine")
-    assert not lesson_04.check_cuda_c_reset(source)
+    assert not lesson_04.check_reset(RIGHT_NUMBA, source, "numba")
     out = capsys.readouterr().out
     assert says in out and "All right" not in out

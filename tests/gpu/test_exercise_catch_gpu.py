@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from numba import cuda
 
+import wd_teach
 from wd_teach.exercises import lesson_06
 from wd_teach.exercises.races import races
 from wd_teach.numba_index import agent_id, env_id
@@ -34,11 +35,35 @@ extern "C" __global__ void catch_runners(const float* loc_x, const float* loc_y,
 """
 
 
-def test_a_right_cuda_c_catch_runs_and_passes(capsys):
-    assert lesson_06.pycuda_runs(), "these tests need PyCUDA on the GPU machine"
-    assert lesson_06.check_cuda_c_catch(CATCH_C)
+def make_right_catch():
+    @cuda.jit
+    def catch_runners(loc_x, loc_y, in_game, num_caught, num_agents, num_taggers,
+                      tagging_distance):
+        env = env_id()
+        agent = agent_id()
+        if agent >= num_agents or agent < num_taggers or in_game[env, agent] == 0:
+            return
+        for tagger in range(num_taggers):
+            dx = loc_x[env, tagger] - loc_x[env, agent]
+            dy = loc_y[env, tagger] - loc_y[env, agent]
+            if dx * dx + dy * dy <= tagging_distance * tagging_distance:
+                in_game[env, agent] = 0
+                cuda.atomic.add(num_caught, env, 1)
+                return
+
+    return catch_runners
+
+
+right_catch = make_right_catch()
+
+
+def test_a_right_catch_runs_in_both_languages_and_passes(capsys):
+    assert "pycuda" in wd_teach.discover().backends, "these tests need PyCUDA on the GPU"
+    assert lesson_06.check_catch(right_catch, CATCH_C, "pycuda")
     out = capsys.readouterr().out
-    assert "All right, CUDA C (run with PyCUDA" in out and "NOT run" not in out
+    assert "CUDA C kernel: ran on pycuda" in out
+    assert "Numba kernel: ran on numba (on the GPU)" in out
+    assert "All right" in out and "NOT" not in out
 
 
 @pytest.mark.parametrize("wrong, says", [
@@ -51,9 +76,9 @@ def test_a_right_cuda_c_catch_runs_and_passes(capsys):
 def test_wrong_cuda_c_catches_are_rejected_naming_what_is_wrong(wrong, says, capsys):
     old, new = wrong
     assert old in CATCH_C
-    assert not lesson_06.check_cuda_c_catch(CATCH_C.replace(old, new))
+    assert not lesson_06.check_catch(right_catch, CATCH_C.replace(old, new), "pycuda")
     out = capsys.readouterr().out
-    assert says in out and "All right" not in out
+    assert "CUDA C kernel, " in out and says in out and "All right" not in out
 
 
 @cuda.jit
@@ -73,8 +98,9 @@ def catch_runners(loc_x, loc_y, in_game, num_caught, num_agents, num_taggers, ta
 
 
 def test_a_numba_catch_with_a_plain_add_loses_counts_on_the_gpu(capsys):
-    assert not lesson_06.check_numba_catch(catch_runners)
-    assert "adds were lost" in capsys.readouterr().out
+    assert not lesson_06.check_catch(catch_runners, CATCH_C, "numba")
+    out = capsys.readouterr().out
+    assert "Numba kernel, " in out and "adds were lost" in out
 
 
 @pytest.mark.parametrize("backend", ["pycuda", "numba"])

@@ -5,6 +5,7 @@ the array, env and agent that went wrong."""
 import pytest
 from numba import cuda
 
+import wd_teach
 from wd_teach.exercises import lesson_04
 from wd_teach.numba_index import agent_id, env_id
 
@@ -27,30 +28,6 @@ extern "C" __global__ void clear_done(int* done) {
 """
 
 
-def test_a_right_cuda_c_reset_runs_and_passes(capsys):
-    assert lesson_04.pycuda_runs(), "these tests need PyCUDA on the GPU machine"
-    assert lesson_04.check_cuda_c_reset(RESET_C)
-    out = capsys.readouterr().out
-    assert "All right, CUDA C (run with PyCUDA" in out and "NOT run" not in out
-
-
-@pytest.mark.parametrize("wrong, says", [
-    (("if (done[env] == 0) return;", ""), "is not done, but its row changed"),
-    (("i += gridDim.y * blockDim.x", "i += row_length"), "were not restored"),
-    (("= pristine[row_start + i]", "= pristine[i]"), "copied from env 0's pristine row"),
-    (("data[row_start + i] = pristine[row_start + i];\n  }",
-      "data[row_start + i] = pristine[row_start + i];\n  }\n  done[env] = 0;"),
-     "reset_rows changed env"),
-    (("if (wd_agent_id() == 0) done[wd_env_id()] = 0;", "return;"), "done flag is still 1"),
-])
-def test_wrong_cuda_c_resets_are_rejected_naming_what_is_wrong(wrong, says, capsys):
-    old, new = wrong
-    assert old in RESET_C
-    assert not lesson_04.check_cuda_c_reset(RESET_C.replace(old, new))
-    out = capsys.readouterr().out
-    assert says in out and "All right" not in out
-
-
 @cuda.jit
 def reset_rows(data, pristine, done, row_length):
     env = env_id()
@@ -69,6 +46,28 @@ def clear_done(done):
         done[env_id()] = 0
 
 
-def test_a_right_numba_reset_runs_on_the_gpu_and_passes(capsys):
-    assert lesson_04.check_numba_reset([reset_rows, clear_done])
-    assert "All right, Numba (on the GPU)" in capsys.readouterr().out
+def test_a_right_reset_runs_in_both_languages_and_passes(capsys):
+    assert "pycuda" in wd_teach.discover().backends, "these tests need PyCUDA on the GPU"
+    assert lesson_04.check_reset([reset_rows, clear_done], RESET_C, "pycuda")
+    out = capsys.readouterr().out
+    assert "CUDA C kernel: ran on pycuda" in out
+    assert "Numba kernel: ran on numba (on the GPU)" in out
+    assert "All right" in out and "NOT" not in out
+
+
+@pytest.mark.parametrize("wrong, says", [
+    (("if (done[env] == 0) return;", ""), "is not done, but its row changed"),
+    (("i += gridDim.y * blockDim.x", "i += row_length"), "were not restored"),
+    (("= pristine[row_start + i]", "= pristine[i]"), "copied from env 0's pristine row"),
+    (("data[row_start + i] = pristine[row_start + i];\n  }",
+      "data[row_start + i] = pristine[row_start + i];\n  }\n  done[env] = 0;"),
+     "reset_rows changed env"),
+    (("if (wd_agent_id() == 0) done[wd_env_id()] = 0;", "return;"), "done flag is still 1"),
+])
+def test_wrong_cuda_c_resets_are_rejected_naming_what_is_wrong(wrong, says, capsys):
+    old, new = wrong
+    assert old in RESET_C
+    assert not lesson_04.check_reset([reset_rows, clear_done], RESET_C.replace(old, new),
+                                     "pycuda")
+    out = capsys.readouterr().out
+    assert "CUDA C kernel, " in out and says in out and "All right" not in out

@@ -15,8 +15,8 @@ threads); changing the flags inside reset_rows, or never lowering them; copying 
 environment's pristine row. It names the first wrong array, environment and agent.
 
 The Numba kernels run on the GPU, or under the simulator without one. The CUDA C runs with
-PyCUDA on a GPU; without one it is only compiled and bound (cuda_c_unrun), and the verdict
-says that it was NOT run.
+PyCUDA on a GPU; without one it is only bound and compiled (cuda_c_check), and the verdict
+says that it was NOT run and gives no "All right" for the whole.
 """
 
 from __future__ import annotations
@@ -24,11 +24,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from wd_teach import cuda_c
+from wd_teach._simulator import simulator_on
 from wd_teach.data import DataStore
-from wd_teach.device import discover
 from wd_teach.errors import WdTeachError
-from wd_teach.exercises.cuda_c_unrun import check_without_gpu
-from wd_teach.launch import KernelLauncher
+from wd_teach.exercises.cuda_c_check import LABEL, bind_and_compile, check_halves, kernel_body
+from wd_teach.launch import KernelLauncher, cuda_c_argument
 from wd_teach.reset.reference import reference_reset
 
 #: (what the case tries, environments, agents, threads per block at most).
@@ -42,51 +43,60 @@ ARRAYS = {"pos": ("agent", ()), "vel": ("agent", (2,)), "clock": ("env", ())}
 KERNELS = ("reset_rows", "clear_done")
 HINT = ("write reset_rows(data, pristine, done, row_length) and clear_done(done), with "
         "these parameter names.")
+WHOLE = ("only the done environments went back to their start, every agent of them, from "
+         "their own pristine rows, and every flag is down, in Numba and in CUDA C.")
 
 
-def check_numba_reset(kernels) -> bool:
-    """Check the learner's Numba `reset_rows` and `clear_done` (a list of the two kernels):
-    on the GPU, or under the simulator where there is none."""
-    if not isinstance(kernels, (list, tuple)) or not kernels \
-            or not all(hasattr(k, "py_func") for k in kernels):
+def check_reset(numba_kernels, cuda_c_source, backend: str | None = None) -> bool:
+    """Check both halves: `numba_kernels` ([reset_rows, clear_done], @cuda.jit) and
+    `cuda_c_source` (both kernels in CUDA C), the notebook's `backend` first."""
+    if not isinstance(numba_kernels, (list, tuple)) or not numba_kernels \
+            or not all(hasattr(k, "py_func") for k in numba_kernels):
         print("Not yet: pass [reset_rows, clear_done], both Numba kernels (@cuda.jit).")
         return False
-    where = "on the GPU" if discover().has_gpu else "under the simulator"
-    if not _run_cases(list(kernels), "numba", "Numba"):
-        return False
-    print(f"All right, Numba ({where}): only the done environments went back to their "
-          "start, every agent of them, from their own pristine rows, and every flag is down.")
-    return True
-
-
-def check_cuda_c_reset(source) -> bool:
-    """Check the learner's CUDA C `reset_rows` and `clear_done`: run with PyCUDA on a GPU;
-    without one, compiled and bound only, and reported as not run."""
-    if not isinstance(source, str) or "reset_rows" not in source:
+    if not isinstance(cuda_c_source, str) or "reset_rows" not in cuda_c_source:
         print("Not yet: write the CUDA C source of reset_rows and clear_done as a string.")
         return False
-    if not pycuda_runs():
-        store, launches = _unrun_launches()
-        return check_without_gpu(source, launches, store, HINT)
-    if not _run_cases(source, "pycuda", "CUDA C"):
+    halves = {"numba": list(numba_kernels), "pycuda": cuda_c_source}
+    return check_halves(backend, lambda half, label: _run_cases(halves[half], half, label),
+                        lambda: _check_unrun(cuda_c_source), WHOLE)
+
+
+def _check_unrun(source: str) -> bool:
+    """Where PyCUDA cannot run: both kernels there, with bodies, their parameters bound by
+    name to a store that holds data, pristine, done and row_length, and compiled."""
+    try:
+        text = cuda_c.read_source(source)
+        signatures = cuda_c.kernel_signatures(text)
+        for kernel in KERNELS:
+            if kernel not in signatures:
+                print(f"{LABEL}: no kernel named {kernel} (found: "
+                      f"{', '.join(signatures) or 'none'}).\nHint: {HINT}")
+                return False
+            if not kernel_body(text, kernel):
+                print(f"{LABEL}: the body of {kernel} is empty: write it.")
+                return False
+        store = _named_store()
+        for param in signatures["clear_done"]:
+            if param.name not in store:
+                print(f"{LABEL}: clear_done takes {param.name!r}; it is launched with the done "
+                      f"flags only.\nHint: {HINT}")
+                return False
+            cuda_c_argument(store, "clear_done", param, param.name)
+    except WdTeachError as err:
+        print(f"{LABEL}: {err}")
         return False
-    print("All right, CUDA C (run with PyCUDA on the GPU): only the done environments went "
-          "back to their start, every agent of them, from their own pristine rows, and every "
-          "flag is down.")
-    return True
+    return bind_and_compile(text, "reset_rows", signatures["reset_rows"], store, HINT)
 
 
-def pycuda_runs() -> bool:
-    """True where PyCUDA can run the CUDA C (a GPU, and PyCUDA installed)."""
-    return "pycuda" in discover().backends
-
-
-def _unrun_launches():
-    """A small world and the launches a reset makes in it, to bind the CUDA C against."""
-    store, *_ = _world(np.random.default_rng(), 2, 3)
-    launches = {"reset_rows": ("pos", "pos_pristine", "done", "pos_row_length"),
-                "clear_done": ("done",)}
-    return store, launches
+def _named_store() -> DataStore:
+    """A store whose names are reset_rows' parameter names, to bind the CUDA C against."""
+    store = DataStore(2, 3)
+    store.push("data", np.zeros((2, 3), np.float32), per="agent")
+    store.push("pristine", np.zeros((2, 3), np.float32), per="agent")
+    store.push("done", np.zeros(2, np.int32), per="env")
+    store.set_constant("row_length", 3)
+    return store
 
 
 def _world(rng, num_envs: int, num_agents: int):
@@ -124,6 +134,9 @@ def _run_cases(kernels, backend: str, label: str) -> bool:
         if message:
             print(f"{label}, {what}: {message}")
             return False
+    where = "under the simulator" if simulator_on() else "on the GPU"
+    print(f"{label}: ran on {backend} ({where}) with one block per environment, a part-full "
+          "last block and a part-full warp: right.")
     return True
 
 

@@ -8,11 +8,11 @@ people: runners already out of the game, a runner exactly at the tagging distanc
 taggers, environments that differ.
 
 Exercise 2: the learner writes the catch as a kernel, in Numba and in CUDA C, that counts the
-runners caught with an atomic add (below: check_numba_catch, check_cuda_c_catch). Under the
-simulator a plain += cannot lose counts (it runs a block's threads one at a time), so there
-the checker also reads the Numba kernel for an atomic; on a GPU the crowd case shows the
-lost counts themselves. CUDA C that cannot run here is compiled and bound only
-(cuda_c_unrun), and the verdict says that it was NOT run.
+runners caught with an atomic add (below: check_catch). Under the simulator a plain +=
+cannot lose counts (it runs a block's threads one at a time), so there the checker also
+reads the Numba kernel for an atomic; on a GPU the crowd case shows the lost counts
+themselves. CUDA C that cannot run here is read for an atomic, bound and compiled only
+(cuda_c_check), and the verdict says that it was NOT run.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ import re
 
 import numpy as np
 
+from wd_teach import cuda_c
 from wd_teach._simulator import simulator_on
 from wd_teach.data import DataStore
-from wd_teach.device import discover
 from wd_teach.errors import WdTeachError
-from wd_teach.exercises.cuda_c_unrun import check_without_gpu
+from wd_teach.exercises.cuda_c_check import LABEL, check_halves, compile_only, kernel_body
 from wd_teach.launch import KernelLauncher
 from wd_teach_envs._tag import tag_reference
 
@@ -122,54 +122,56 @@ CATCH_CASES = [
 CATCH_PARAMETERS = ("loc_x, loc_y, in_game, num_caught, num_agents, num_taggers, "
                     "tagging_distance")
 CATCH_HINT = f"write catch_runners({CATCH_PARAMETERS}), with these parameter names."
+CATCH_WHOLE = ("the same runners are caught as in the Tag games' own reference, and every "
+               "catch is counted, with an atomic add, in Numba and in CUDA C.")
 RACE = ("threads adding to one counter at once with a plain += read the same old value and "
         "overwrite each other's adds. Count with cuda.atomic.add(num_caught, env, 1) in Numba, "
         "atomicAdd(&num_caught[env], 1) in CUDA C.")
 
 
-def check_numba_catch(kernel) -> bool:
-    """Check the learner's Numba `catch_runners`: on the GPU, or under the simulator."""
-    if not hasattr(kernel, "py_func"):
+def check_catch(numba_kernel, cuda_c_source, backend: str | None = None) -> bool:
+    """Check both halves of `catch_runners`, the Numba kernel and the CUDA C source, the
+    notebook's `backend` first."""
+    if not hasattr(numba_kernel, "py_func"):
         print("Not yet: write catch_runners as a Numba kernel (@cuda.jit).")
         return False
-    if not _run_catch_cases(kernel, "numba", "Numba"):
+    if not isinstance(cuda_c_source, str) or "catch_runners" not in cuda_c_source:
+        print("Not yet: write the CUDA C source of catch_runners as a string.")
         return False
-    if simulator_on() and "atomic" not in kernel.py_func.__code__.co_names:
-        print("Numba: the right runners are caught and counted here, but without an atomic. "
+    halves = {"numba": numba_kernel, "pycuda": cuda_c_source}
+    return check_halves(backend, lambda half, label: _run_catch(halves[half], half, label),
+                        lambda: _check_unrun_catch(cuda_c_source), CATCH_WHOLE)
+
+
+def _run_catch(kernel, backend: str, label: str) -> bool:
+    if not _run_catch_cases(kernel, backend, label):
+        return False
+    if backend == "numba" and simulator_on() and "atomic" not in kernel.py_func.__code__.co_names:
+        print(f"{label}: the right runners are caught and counted here, but without an atomic. "
               "The simulator runs a block's threads one at a time, so a plain += cannot go "
               f"wrong here; on a GPU it does: {RACE}")
         return False
-    where = "under the simulator" if simulator_on() else "on the GPU"
-    print(f"All right, Numba ({where}): the same runners are caught as in the Tag games' own "
-          "reference, and every catch is counted, with an atomic add.")
+    where = "under the simulator" if simulator_on() and backend == "numba" else "on the GPU"
+    print(f"{label}: ran on {backend} ({where}), a crowd over three blocks included: right.")
     return True
 
 
-def check_cuda_c_catch(source) -> bool:
-    """Check the learner's CUDA C `catch_runners`: run with PyCUDA on a GPU; without one,
-    compiled and bound only, and reported as not run."""
-    if not isinstance(source, str) or "catch_runners" not in source:
-        print("Not yet: write the CUDA C source of catch_runners as a string.")
+def _check_unrun_catch(source: str) -> bool:
+    """Where PyCUDA cannot run: a body that adds with an atomic (the race cannot be seen
+    without a GPU, so the code is read for one), bound to the store, compiled."""
+    try:
+        text = cuda_c.read_source(source)
+        written = ("catch_runners" in cuda_c.kernel_signatures(text)
+                   and kernel_body(text, "catch_runners"))
+    except WdTeachError as err:
+        print(f"{LABEL}: {err}")
         return False
-    if not pycuda_runs():
-        store, _ = _catch_store(np.random.default_rng(), CATCH_CASES[0])
-        launches = {"catch_runners": None}  # launched by its own parameter names
-        return check_without_gpu(source, launches, store, CATCH_HINT, must=_needs_atomic)
-    if not _run_catch_cases(source, "pycuda", "CUDA C"):
+    code = re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
+    if written and not re.search(r"\batomic\w*\s*\(", code):
+        print(f"{LABEL}: no atomic in catch_runners. {RACE}")
         return False
-    print("All right, CUDA C (run with PyCUDA on the GPU): the same runners are caught as in "
-          "the Tag games' own reference, and every catch is counted.")
-    return True
-
-
-def pycuda_runs() -> bool:
-    """True where PyCUDA can run the CUDA C (a GPU, and PyCUDA installed)."""
-    return "pycuda" in discover().backends
-
-
-def _needs_atomic(code: str) -> str | None:
-    """Without a GPU the plain += cannot be seen to lose counts: read the code instead."""
-    return None if re.search(r"\batomic\w*\s*\(", code) else f"no atomic in catch_runners. {RACE}"
+    store, _ = _catch_store(np.random.default_rng(), CATCH_CASES[0])
+    return compile_only(text, store, CATCH_HINT, name="catch_runners")
 
 
 def _catch_store(rng, case):
@@ -240,16 +242,18 @@ def _wrong_catch(x, y, in_game, caught_before, want, taggers, in_game_after, num
         d = np.hypot(x[env, :taggers] - x[env, agent], y[env, :taggers] - y[env, agent])
         near = f"the nearest tagger is at distance {d.min():.4g}, tagging_distance is 1"
         if want_in_game[env, agent] == 0:
-            if np.array_equal(num_caught, caught_before) \
-                    and np.array_equal(in_game_after, in_game):
-                return (f"Not yet: catch_runners changed nothing, but env {env}, runner agent "
-                        f"{agent} should be caught ({near}). A runner caught leaves the game "
-                        "(in_game = 0) and adds 1 to num_caught[env].")
-            hint = ("Within the tagging distance includes exactly at it: dx*dx + dy*dy <= "
-                    "tagging_distance * tagging_distance." if d.min() == 1 else
-                    "Look at every tagger, agents 0 .. num_taggers - 1.")
-            return (f"env {env}, runner agent {agent} should be caught ({near}) but is still "
-                    f"in the game. {hint}")
+            nothing = (np.array_equal(num_caught, caught_before)
+                       and np.array_equal(in_game_after, in_game))
+            if d.min() == 1:
+                hint = ("Within the tagging distance includes exactly at it: dx*dx + dy*dy <= "
+                        "tagging_distance * tagging_distance.")
+            elif nothing:
+                hint = "A runner caught leaves the game (in_game = 0) and adds 1 to num_caught."
+            else:
+                hint = "Look at every tagger, agents 0 .. num_taggers - 1."
+            return (f"{'Not yet: catch_runners changed nothing. ' if nothing else ''}env "
+                    f"{env}, runner agent {agent} should be caught ({near}) but is still in "
+                    f"the game. {hint}")
         why = ("it was already out of the game (in_game == 0): it cannot be caught again"
                if in_game[env, agent] == 0 else near)
         return f"env {env}, runner agent {agent} left the game, but {why}."
