@@ -66,7 +66,7 @@ def network_gateway(network: str) -> str:
 
 
 def host_gpu_ids() -> list[str]:
-    """The GPUs to hand out one a seat: WD_TEACH_HUB_GPU_IDS, else every GPU nvidia-smi lists."""
+    """The GPUs to hand out, one to a seat: WD_TEACH_HUB_GPU_IDS, else those nvidia-smi lists."""
     listed = os.environ.get("WD_TEACH_HUB_GPU_IDS", "").strip()
     if listed:
         return [gpu.strip() for gpu in listed.split(",") if gpu.strip()]
