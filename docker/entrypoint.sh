@@ -4,7 +4,11 @@
 #   lab (the default)  JupyterLab on $JUPYTER_PORT (8888), the lessons in $WD_TEACH_WORK as
 #                      its start folder, the token from $JUPYTER_TOKEN (a new one, printed
 #                      here, when it is unset)
-#   health             exit 0 when JupyterLab answers /api/status with the token (HEALTHCHECK)
+#   jupyterhub-singleuser [ARGS]
+#                      a seat of a JupyterHub (docker/jupyterhub/): the hub's server, which
+#                      takes its URL, port and token from the hub's JUPYTERHUB_* variables,
+#                      with the lessons in $WD_TEACH_WORK as its start folder
+#   health             exit 0 when the server answers /api/status with its token (HEALTHCHECK)
 #   anything else      run as a command: `wd-teach doctor`, `bash`, ...
 set -euo pipefail
 
@@ -12,13 +16,18 @@ work="${WD_TEACH_WORK:-$HOME/work}"
 port="${JUPYTER_PORT:-8888}"
 token_file="$HOME/.local/share/wd-teach/jupyter-token"
 
+# Lessons the work folder (a volume) lacks are copied in; the learner's edited copies are kept.
+copy_lessons() {
+  mkdir -p "$work"
+  for lesson in /opt/wd-teach/notebooks/*; do
+    [ -e "$work/${lesson##*/}" ] || cp -r "$lesson" "$work/"
+  done
+}
+
 case "${1:-lab}" in
   lab)
-    mkdir -p "$work" "$(dirname "$token_file")"
-    # Lessons the volume lacks are copied in; the learner's edited copies are kept.
-    for lesson in /opt/wd-teach/notebooks/*; do
-      [ -e "$work/${lesson##*/}" ] || cp -r "$lesson" "$work/"
-    done
+    copy_lessons
+    mkdir -p "$(dirname "$token_file")"
     if [ -z "${JUPYTER_TOKEN:-}" ]; then
       JUPYTER_TOKEN="$(python -c 'import secrets; print(secrets.token_hex(24))')"
       echo "JUPYTER_TOKEN was not set; this server's token is: $JUPYTER_TOKEN"
@@ -29,10 +38,18 @@ case "${1:-lab}" in
     exec jupyter lab --no-browser --ip="${JUPYTER_IP:-0.0.0.0}" --port="$port" \
       --ServerApp.port_retries=0 --ServerApp.root_dir="$work"
     ;;
+  jupyterhub-singleuser)
+    copy_lessons
+    shift
+    exec jupyterhub-singleuser --ServerApp.root_dir="$work" "$@"
+    ;;
   health)
-    token="${JUPYTER_TOKEN:-$(cat "$token_file" 2>/dev/null || true)}"
-    exec curl -fsS -o /dev/null --max-time 4 -H "Authorization: token $token" \
-      "http://127.0.0.1:$port/api/status"
+    if [ -n "${JUPYTERHUB_SERVICE_URL:-}" ]; then  # a hub's seat: its own URL and token
+      url="${JUPYTERHUB_SERVICE_URL%/}" token="${JUPYTERHUB_API_TOKEN:-}"
+    else
+      url="http://127.0.0.1:$port" token="${JUPYTER_TOKEN:-$(cat "$token_file" 2>/dev/null || true)}"
+    fi
+    exec curl -fsS -o /dev/null --max-time 4 -H "Authorization: token $token" "$url/api/status"
     ;;
   *)
     exec "$@"

@@ -5,6 +5,7 @@ pyproject.toml by test_packaging.py, must be able to run)."""
 import ast
 import importlib.metadata
 import json
+import os
 import re
 import shlex
 import shutil
@@ -243,3 +244,139 @@ def test_every_data_file_is_package_data():
             assert any(relative.match(pattern) or Path("x", relative).match(pattern)
                        for pattern in package_data.get(package, [])), (
                 f"{path.relative_to(REPO)} is not in [tool.setuptools.package-data] {package}")
+
+
+# --- docker/jupyterhub/: the one-host hub's config and the cluster's Helm values ---
+HUB = DOCKER / "jupyterhub"
+
+
+def load_hub_config(monkeypatch, **settings: str):
+    """The hub's config as JupyterHub loads it, with WD_TEACH_HUB_* settings (the seats'
+    address given, so that no engine is asked)."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    for name in [n for n in os.environ if n.startswith("WD_TEACH_HUB_")]:
+        monkeypatch.delenv(name)
+    chosen = {"PASSWORD": "room-password", "CONNECT_IP": "172.17.0.1", **settings}
+    for name, value in chosen.items():
+        monkeypatch.setenv(f"WD_TEACH_HUB_{name}", value)
+    return PyFileConfigLoader("jupyterhub_config.py", path=str(HUB)).load_config()
+
+
+def test_hub_spawns_the_workshop_image_with_dockerspawner_and_culls_idle_seats(monkeypatch):
+    c = load_hub_config(monkeypatch)
+    assert c.JupyterHub.spawner_class == "dockerspawner.DockerSpawner"
+    assert c.DockerSpawner.image == "wd-teach:latest"
+    assert c.DockerSpawner.cmd == ["jupyterhub-singleuser"]  # the entrypoint's hub branch
+    assert "  jupyterhub-singleuser)" in (DOCKER / "entrypoint.sh").read_text()
+    assert list(c.DockerSpawner.volumes.values()) == ["/home/learner/work"]
+    assert "{username}" in next(iter(c.DockerSpawner.volumes))  # a volume per learner
+    assert c.DockerSpawner.hub_connect_url == "http://172.17.0.1:8081"
+    assert c.DockerSpawner.extra_host_config["device_requests"] == [
+        {"driver": "nvidia", "count": -1, "capabilities": [["gpu"]]}]  # shared: every GPU
+    culler = next(s for s in c.JupyterHub.services if s["name"] == "idle-culler")
+    assert culler["command"][1:3] == ["-m", "jupyterhub_idle_culler"]
+    assert "--timeout=3600" in culler["command"]
+    role = next(r for r in c.JupyterHub.load_roles if r["services"] == ["idle-culler"])
+    assert {"list:users", "read:users:activity", "delete:servers"} <= set(role["scopes"])
+
+
+def test_hub_logs_in_with_the_rooms_shared_password(monkeypatch):
+    c = load_hub_config(monkeypatch, ADMINS="teacher", ADMIN_PASSWORD="t" * 32)
+    assert c.JupyterHub.authenticator_class == "shared-password"
+    assert c.SharedPasswordAuthenticator.user_password == "room-password"
+    assert c.Authenticator.admin_users == {"teacher"}
+    assert c.SharedPasswordAuthenticator.admin_password == "t" * 32
+    entry = importlib.metadata.entry_points(group="jupyterhub.authenticators")["shared-password"]
+    assert entry.value.endswith("SharedPasswordAuthenticator")
+
+
+def test_hub_config_sets_only_traits_its_classes_have(monkeypatch):
+    """A misspelt setting would be ignored with a warning: every one must be a real trait."""
+    from dockerspawner import DockerSpawner
+    from jupyterhub.app import JupyterHub
+    from jupyterhub.auth import Authenticator
+    from jupyterhub.authenticators.shared import SharedPasswordAuthenticator
+    from jupyterhub.proxy import ConfigurableHTTPProxy
+    from jupyterhub.spawner import Spawner
+
+    classes = {cls.__name__: cls for cls in (DockerSpawner, JupyterHub, Authenticator,
+                                             SharedPasswordAuthenticator, ConfigurableHTTPProxy,
+                                             Spawner)}
+    c = load_hub_config(monkeypatch, GPUS="per-seat", GPU_IDS="0,1", ADMINS="teacher",
+                        ADMIN_PASSWORD="t" * 32)
+    for section, values in c.items():
+        known = classes[section].class_trait_names(config=True)
+        assert set(values) <= set(known), f"{section} has no {set(values) - set(known)}"
+
+
+class FakeSpawner:
+    """What the per-seat GPU hook uses of DockerSpawner: the engine's running containers."""
+
+    def __init__(self, user: str, running: list[dict]):
+        self.user = type("User", (), {"name": user})()
+        self.container_name = f"jupyter-{user}"
+        self.extra_create_kwargs, self.extra_host_config = {}, {}
+        self.log = type("Log", (), {"info": staticmethod(lambda *args: None)})()
+        self._running = running
+
+    async def docker(self, method, **kwargs):
+        assert method == "containers" and kwargs == {"filters": {"label": "wd-teach.gpu"}}
+        return self._running
+
+
+def test_hub_gives_each_seat_a_gpu_of_its_own_when_asked(monkeypatch):
+    import asyncio
+
+    c = load_hub_config(monkeypatch, GPUS="per-seat", GPU_IDS="0,1")
+    assert c.JupyterHub.active_server_limit == 2
+    give, take_back = c.Spawner.pre_spawn_hook, c.Spawner.post_stop_hook
+    running = [{"Names": ["/jupyter-ada"], "Labels": {"wd-teach.gpu": "0"}}]
+    bob = FakeSpawner("bob", running)
+    asyncio.run(give(bob))
+    assert bob.extra_host_config["device_requests"] == [
+        {"driver": "nvidia", "device_ids": ["1"], "capabilities": [["gpu"]]}]
+    assert bob.extra_create_kwargs["labels"] == {"wd-teach.gpu": "1"}
+    with pytest.raises(RuntimeError, match="Every GPU of this host"):
+        asyncio.run(give(FakeSpawner("cyd", running)))  # ada holds 0, bob 1 (starting)
+    take_back(bob)
+    cyd = FakeSpawner("cyd", running)
+    asyncio.run(give(cyd))
+    assert cyd.extra_create_kwargs["labels"] == {"wd-teach.gpu": "1"}
+
+
+@pytest.mark.parametrize("settings, says", [
+    ({"PASSWORD": ""}, "set WD_TEACH_HUB_PASSWORD"),
+    ({"GPUS": "many"}, "WD_TEACH_HUB_GPUS is one of shared, per-seat, none"),
+    ({"IDLE_TIMEOUT": "an hour"}, "WD_TEACH_HUB_IDLE_TIMEOUT must be a whole number"),
+    ({"ADMINS": "teacher"}, "set WD_TEACH_HUB_ADMIN_PASSWORD"),
+])
+def test_hub_config_refuses_bad_settings(monkeypatch, settings, says):
+    with pytest.raises(SystemExit, match=says):
+        load_hub_config(monkeypatch, **settings)
+
+
+def test_hub_host_requirements_match_pyproject():
+    listed = {canonicalize_name(Requirement(line).name): Requirement(line).specifier
+              for line in (HUB / "requirements.txt").read_text().splitlines()
+              if line.strip() and not line.startswith("#")}
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    declared = {canonicalize_name(r.name): r.specifier
+                for r in map(Requirement, extras["dev"] + extras["hub"])}
+    assert listed == {name: declared[name] for name in listed}
+    assert set(listed) == {"jupyterhub", "dockerspawner", "jupyterhub-idle-culler"}
+
+
+def test_z2jh_values_give_each_seat_a_gpu_the_image_and_culling():
+    values = yaml.safe_load((HUB / "z2jh-values.yaml").read_text())
+    assert set(values) <= {"hub", "proxy", "singleuser", "cull", "prePuller", "scheduling",
+                           "ingress", "custom", "debug", "rbac", "global"}
+    seat = values["singleuser"]
+    assert seat["extraResource"]["limits"] == {"nvidia.com/gpu": "1"}
+    assert seat["image"]["name"] and seat["image"]["tag"]
+    assert seat["cmd"] == "jupyterhub-singleuser" and seat["defaultUrl"] == "/lab"
+    # The image's user and work folder, as docker/Dockerfile makes them.
+    assert f"--uid {seat['uid']} " in DOCKERFILE and seat["fsGid"] == seat["uid"]
+    assert f"WD_TEACH_WORK={seat['storage']['homeMountPath']} " in DOCKERFILE
+    assert values["cull"]["enabled"] is True and values["cull"]["timeout"] > 0
+    assert values["hub"]["config"]["JupyterHub"]["authenticator_class"] == "shared-password"

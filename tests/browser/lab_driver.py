@@ -151,10 +151,14 @@ def _look_at(page, element, screenshot: Path) -> None:
 
 
 def run_notebook(base_url: str, token: str, path: str, screenshot: Path,
-                 timeout: float = 900) -> dict:
+                 timeout: float = 900, login=None) -> dict:
     """Open `path` (relative to the server's start folder) in JupyterLab, run all cells, wait
     until every code cell has run and the kernel is idle, save, and screenshot the notebook
     (its top in `screenshot`, its last picture beside it in *.picture.png).
+
+    `login`, for a server behind a JupyterHub, is called with the page first: it logs in as a
+    learner does and returns a token for the server's REST API (the page then opens the
+    notebook with the hub's cookie, not with `token`).
 
     Returns what the check found: the saved notebook's error outputs, the code cells that did
     not run, and the tracebacks shown on the page (all empty when the notebook ran cleanly).
@@ -168,7 +172,11 @@ def run_notebook(base_url: str, token: str, path: str, screenshot: Path,
         try:
             page = browser.new_page(viewport={"width": 1440, "height": 1000})
             page.set_default_timeout(120_000)
-            page.goto(f"{base_url}/lab/tree/{path}?token={token}")
+            if login is None:
+                page.goto(f"{base_url}/lab/tree/{path}?token={token}")
+            else:
+                token = login(page)
+                page.goto(f"{base_url}/lab/tree/{path}")
             page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for()
             _wait_for_kernel(page, base_url, token, path)
             _dismiss_news(page)
