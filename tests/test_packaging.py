@@ -192,7 +192,11 @@ def test_the_installed_wheel_runs_doctor_and_trains_outside_the_checkout(wheel, 
                                    check=True).stdout.strip()
     # This environment's packages, their .pth files processed (site.addsitedir), after the
     # new environment's own: what --system-site-packages does for a base interpreter.
-    lines = [f"import site; site.addsitedir({p!r})" for p in site.getsitepackages()]
+    # Folders on PYTHONPATH (a GPU machine's kit, say) are this environment too; the
+    # checkout is not, so that nothing can be imported from it.
+    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+             if p and Path(p).resolve() != REPO]
+    lines = [f"import site; site.addsitedir({p!r})" for p in [*site.getsitepackages(), *extra]]
     (Path(site_packages) / "_this_environment.pth").write_text("\n".join(lines) + "\n")
     env = quiet_environment()
     done = subprocess.run([python, "-m", "pip", "install", "--no-deps", "--no-index",

@@ -60,7 +60,10 @@ def test_the_env_throughput_reads_the_shared_clock(ticks):
     assert steps_per_second(wrapper, 5, warmup=1) == 5 * 3 / 9.0
 
 
-def test_the_sampler_table_reads_the_shared_clock(ticks):
+def test_the_sampler_table_reads_the_shared_clock(ticks, monkeypatch):
+    import wd_teach.sampler.bench as sampler_bench
+
+    monkeypatch.setattr(sampler_bench, "default_device", lambda: torch.device("cpu"))
     rows = bench_sampler(2, 3, 4, backends=[], repeats=3, warmup=1)
     assert rows and all(row.median_ms == 1000.0 for row in rows)
 
