@@ -7,14 +7,12 @@ import math
 import sys
 
 import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-pytest.importorskip("tensorboard", reason="wd-teach depends on tensorboard: pip install -e .")
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
-
-from wd_teach.cli import main  # noqa: E402
-from wd_teach.errors import TrainError  # noqa: E402
-from wd_teach.train.logger import AXES, require_tensorboard  # noqa: E402
-from wd_teach.train.trainer import Trainer  # noqa: E402
+from wd_teach.cli import main
+from wd_teach.errors import TrainError
+from wd_teach.train.logger import AXES, require_tensorboard
+from wd_teach.train.trainer import Trainer
 
 TINY = ["env.num_envs=4", "trainer.steps=8", "algorithm.num_minibatches=2"]
 TINY_CLI = ["--envs", "4", "--set", "trainer.steps=8", "--set", "algorithm.num_minibatches=2",
@@ -122,7 +120,6 @@ def test_resume_takes_logger_and_force_deletes_the_old_events(tmp_path):
 
 
 def test_the_lightning_module_writes_events_at_env_steps(tmp_path):
-    pytest.importorskip("lightning")
     from wd_teach.train.lightning import TrainingModule, make_lightning_trainer
 
     module = TrainingModule("cartpole", gpu=False, sets=TINY, logger="tensorboard")
@@ -138,7 +135,6 @@ def test_the_lightning_module_writes_events_at_env_steps(tmp_path):
 
 
 def test_the_lightning_module_needs_a_folder_for_events():
-    pytest.importorskip("lightning")
     from wd_teach.train.lightning import TrainingModule, make_lightning_trainer
 
     module = TrainingModule("cartpole", gpu=False, sets=TINY, logger="tensorboard")
