@@ -52,3 +52,67 @@ def test_measure_overhead_reports_both_rates():
     assert result["plain_steps_per_second"] > 0 and result["lightning_steps_per_second"] > 0
     assert result["overhead"] == pytest.approx(
         1 - result["lightning_steps_per_second"] / result["plain_steps_per_second"])
+
+
+class CountHooks:
+    """A callback counting Lightning's per-step hooks."""
+
+    def __init__(self):
+        import lightning.pytorch as pl
+
+        counts = self.counts = {"backward": 0, "optimizer_step": 0}
+
+        class Hooks(pl.Callback):
+            def on_after_backward(self, trainer, module):
+                counts["backward"] += 1
+
+            def on_before_optimizer_step(self, trainer, module, optimizer):
+                counts["optimizer_step"] += 1
+
+        self.callback = Hooks()
+
+
+@pytest.mark.parametrize("step_hooks", [False, True])
+def test_lightning_counts_every_optimiser_step_whoever_takes_it(step_hooks, tmp_path):
+    """On one device the learners step their own optimisers (so a GPU update stays one
+    recorded graph) and the module tells Lightning the count; with step_hooks Lightning's
+    wrappers take the steps and its per-step hooks run. Either way global_step is the
+    number of optimiser steps and the weights are the plain Trainer's."""
+    from wd_teach.train.lightning import TrainingModule, make_lightning_trainer
+
+    module = TrainingModule("cartpole", gpu=False, sets=SMALL, step_hooks=step_hooks)
+    hooks = CountHooks()
+    trainer = make_lightning_trainer(module, 3, out=tmp_path, progress=False,
+                                     callbacks=[hooks.callback])
+    trainer.fit(module)
+    c = module.run.config.algorithm
+    steps = 3 * c.epochs * c.num_minibatches
+    assert module.handed_over is step_hooks
+    assert trainer.global_step == steps
+    assert hooks.counts == ({"backward": steps, "optimizer_step": steps} if step_hooks
+                            else {"backward": 0, "optimizer_step": 0})
+    plain = Trainer("cartpole", gpu=False, sets=SMALL)
+    plain.train(3, progress=False)
+    assert all(torch.equal(a, b) for a, b in zip(weights(plain), weights(module.run),
+                                                  strict=True))
+    assert (tmp_path / "lightning.ckpt").is_file()
+
+
+def test_a_replayed_update_counts_the_steps_of_its_recording():
+    """A replay runs no Python, so no hook counts its steps: it took the recording's."""
+    from wd_teach.train.lightning import StepCounter
+
+    first, second = (torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+                     for _ in range(2))
+    counter = StepCounter([first, second])
+    for _ in range(3):
+        first.step()
+    second.step()
+    assert counter.pull(replayed=False) == [3, 1]  # step by step: what the hooks saw
+    first.step()
+    assert counter.pull(replayed=True) == [1, 0]  # the recording's Python ran: counted
+    assert counter.pull(replayed=True) == [1, 0]  # a replay: the recording's count again
+    assert counter.pull(replayed=False) == [0, 0]  # no update ran at all
+    second.step()
+    counter.clear()
+    assert counter.pull(replayed=False) == [0, 0]

@@ -92,9 +92,20 @@ def test_lightning_module_on_the_gpu(tmp_path):
     from wd_teach.train.lightning import TrainingModule, make_lightning_trainer, measure_overhead
 
     module = TrainingModule("cartpole", gpu=True, sets=["env.num_envs=32", "trainer.steps=16"])
-    make_lightning_trainer(module, 3, out=tmp_path, progress=False).fit(module)
-    assert len(module.history) == 3
+    trainer = make_lightning_trainer(module, 4, out=tmp_path, progress=False)
+    trainer.fit(module)
+    assert len(module.history) == 4
     assert next(module.parameters()).is_cuda
+    # the update ran as a recorded graph under Lightning too (first run, record, replays),
+    # and Lightning counted the replayed steps
+    assert module.run.update_replays == 3
+    c = module.run.config.algorithm
+    assert trainer.global_step == 4 * c.epochs * c.num_minibatches
+    plain = Trainer("cartpole", gpu=True, sets=["env.num_envs=32", "trainer.steps=16"])
+    plain.train(4, progress=False)
+    for want, got in zip(plain.policies["cart"].parameters(),
+                         module.run.policies["cart"].parameters(), strict=True):
+        torch.testing.assert_close(want, got)
     assert (tmp_path / "lightning.ckpt").is_file()
     result = measure_overhead("cartpole", iterations=3, warmup=1, gpu=True,
                               sets=["env.num_envs=32", "trainer.steps=16"])

@@ -25,6 +25,7 @@ where only that is installed: the API used here is the same in both.
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import torch
 from torch.utils.data import DataLoader, Dataset
@@ -59,25 +60,37 @@ class TrainingModule(pl.LightningModule):
     """A wd_teach Trainer as a LightningModule (`self.run`); same config arguments."""
 
     def __init__(self, config=None, *, overrides: dict | None = None, sets=(),
-                 gpu: bool | None = None, profile: bool = False, logger: str | None = None):
+                 gpu: bool | None = None, profile: bool = False, logger: str | None = None,
+                 step_hooks: bool = False):
         super().__init__()
         self.run = Trainer(config, overrides=overrides, sets=sets, gpu=gpu, logger=logger)
         self.policies = torch.nn.ModuleDict(self.run.policies)  # Lightning sees the weights
         self.profile = profile
+        self.step_hooks = step_hooks
         self.iterations = self.run.config.trainer.iterations  # one epoch of this many steps
         self.automatic_optimization = False  # RL updates: the learners step themselves
         self._slots = [(learner, name) for learner in self.run.learners.values()
                        for name in learner.optimizer_names]
+        self._counter = StepCounter([getattr(learner, name) for learner, name in self._slots])
 
     def configure_optimizers(self):
         """The learners' own optimisers, so Lightning checkpoints and wraps them."""
         return [getattr(learner, name) for learner, name in self._slots]
 
     def on_train_start(self) -> None:
-        """Hand the learners Lightning's wrapped optimisers and its backward."""
-        wrapped = self.optimizers()
-        wrapped = wrapped if isinstance(wrapped, list) else [wrapped]
-        for (learner, name), optimizer in zip(self._slots, wrapped, strict=True):
+        """Decide who steps the optimisers. On one device with Lightning's plain precision,
+        Lightning does nothing to a gradient, so the learners keep their own optimisers and
+        backward pass, and the update stays one recorded CUDA graph; the module then tells
+        Lightning how many steps were taken. With several devices or a precision plugin
+        (which must see every backward pass), or `step_hooks=True` (callbacks that hook
+        into every backward and step), the learners get Lightning's wrapped optimisers and
+        `manual_backward` instead, and the update runs step by step."""
+        self.handed_over = self.step_hooks or not _lightning_adds_nothing(self.trainer)
+        self._counter.clear()
+        if not self.handed_over:
+            return
+        for (learner, name), optimizer in zip(self._slots, self._lightning_optimizers(),
+                                              strict=True):
             setattr(learner, name, optimizer)
             learner.backward = self.manual_backward
 
@@ -87,6 +100,10 @@ class TrainingModule(pl.LightningModule):
             optimizer = getattr(learner, name)
             setattr(learner, name, getattr(optimizer, "optimizer", optimizer))
             learner.backward = None
+
+    def _lightning_optimizers(self) -> list:
+        wrapped = self.optimizers()
+        return wrapped if isinstance(wrapped, list) else [wrapped]
 
     def on_fit_end(self) -> None:
         """A fit ends with Lightning moving the model and the optimisers' state to the CPU.
@@ -103,11 +120,16 @@ class TrainingModule(pl.LightningModule):
 
     def training_step(self, batch, batch_idx):
         """One iteration: a rollout of every env on the device, then each policy's update
-        (through Lightning's optimisers); the metrics come to the host once, as in
+        (see on_train_start for whose optimisers step); the metrics come to the host once, as in
         Trainer.iterate, and go to Lightning's loggers, at step env_steps (a metric named
         `step` is the step Lightning's loggers write, as the plain Trainer's TensorBoard
         log does)."""
+        replays = self.run.update_replays
         row = self.run.iterate(profile=self.profile)
+        if not self.handed_over:  # tell Lightning how many steps the learners took
+            counts = self._counter.pull(replayed=self.run.update_replays > replays)
+            for optimizer, steps in zip(self._lightning_optimizers(), counts, strict=True):
+                _count_steps(optimizer, steps)
         shown = {f"{g.name}/return" for g in self.run.groups}
         logged = {k: v for k, v in row.items() if k != "iteration"}
         logged["step"] = float(row["env_steps"])
@@ -133,6 +155,53 @@ class TrainingModule(pl.LightningModule):
     @property
     def history(self) -> list[dict]:
         return self.run.history
+
+
+class StepCounter:
+    """How many times each optimiser stepped since the last `pull`, counted by a hook
+    after every step. A replayed CUDA graph runs no Python, so no hook sees its steps; it
+    repeats exactly what was recorded, so a replay took as many steps as the recording
+    counted (the recording's Python ran, and its hooks counted, in the iteration that
+    recorded it)."""
+
+    def __init__(self, optimizers):
+        self.counts = [0] * len(optimizers)
+        self.recorded = [0] * len(optimizers)
+        for index, optimizer in enumerate(optimizers):
+            optimizer.register_step_post_hook(partial(self._count, index))
+
+    def _count(self, index: int, *_) -> None:
+        self.counts[index] += 1
+
+    def pull(self, replayed: bool) -> list[int]:
+        """The steps since the last pull; `replayed`: whether a recorded update ran."""
+        counted, self.counts = self.counts, [0] * len(self.counts)
+        if replayed and any(counted):  # the iteration that recorded the graph
+            self.recorded = counted
+        elif replayed:
+            counted = self.recorded
+        return counted
+
+    def clear(self) -> None:
+        """Forget steps taken elsewhere (through Lightning's own wrappers)."""
+        self.counts = [0] * len(self.counts)
+
+
+def _lightning_adds_nothing(trainer) -> bool:
+    """Whether Lightning's optimiser wrapper and manual_backward would add nothing to a
+    plain step: one device, and the plain precision plugin (the run's own bf16 autocast
+    happens inside the update, not in Lightning)."""
+    plain_precision = type(trainer.precision_plugin) is pl.plugins.precision.Precision
+    return isinstance(trainer.strategy, pl.strategies.SingleDeviceStrategy) and plain_precision
+
+
+def _count_steps(optimizer, steps: int) -> None:
+    """Advance Lightning's count of optimiser steps (`trainer.global_step`, which its
+    checkpoint callback and step-based limits read) by `steps`, through the hooks its
+    manual-optimisation loop puts around every `LightningOptimizer.step`."""
+    for _ in range(steps):
+        optimizer._on_before_step()
+        optimizer._on_after_step()
 
 
 def _read_lightning_checkpoint(path) -> dict:

@@ -204,6 +204,11 @@ class Trainer:
         return tensors
 
     @property
+    def update_replays(self) -> int:
+        """How many times the recorded update has been replayed (0 with graphs off)."""
+        return getattr(self._graphed_update, "replays", 0)
+
+    @property
     def graphed(self) -> dict[str, bool]:
         """Which phases replay as CUDA graphs: the rollout, the update."""
         return {"rollout": self.rollout.graphed, "update": self._graph_update}
