@@ -174,7 +174,7 @@ def test_actions_that_are_not_arrays_are_refused():
     (lambda: TagContinuous(num_runners=0), "Tag needs at least one runner, got num_runners=0"),
     (lambda: TagGrid(num_taggers=0), "Tag needs at least one tagger"),
     (lambda: TagContinuous(tagging_distance=-0.5), "tagging_distance must be >= 0, got -0.5"),
-    (lambda: TagContinuous(num_nearest=200), "num_nearest must be between 1 and 32"),
+    (lambda: TagContinuous(num_nearest=200), "num_nearest must be between 1 and 16"),
     (lambda: TagContinuous(num_taggers=1, num_runners=2, num_nearest=3),
      "num_nearest must be between 1 and 2"),
     (lambda: TagContinuous(turns=(0, 80)), "turns must be whole numbers of compass points"),

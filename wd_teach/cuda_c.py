@@ -39,7 +39,9 @@ SCALAR_TYPES = {"int": "i", "unsigned int": "I", "float": "f"}
 POINTER_TYPES = {"float": "float32", "int": "int32", "unsigned int": "uint32",
                  "unsigned char": "uint8"}
 
-_KERNEL = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(\w+)\s*\(([^)]*)\)', re.S)
+# extern "C" __global__ void [__launch_bounds__(...)] name(params)
+_KERNEL = re.compile(r'extern\s+"C"\s+__global__\s+void\s+'
+                     r'(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(([^)]*)\)', re.S)
 _QUALIFIERS = re.compile(r"\b(const|__restrict__|volatile)\b")
 #: "kernel.cu(5): error: ..." from nvcc's front end, "kernel.cu:1:10: fatal error: ..." from
 #: its preprocessor.

@@ -14,7 +14,12 @@
 #include "wd_teach.cuh"
 
 #define TAG_TILE 128         // agents staged in shared memory at a time
-#define TAG_MAX_NEAREST 32   // the most neighbours an agent can see by distance
+#define TAG_MAX_NEAREST 16   // the most neighbours an agent can see by distance
+// The largest block a game launches (a game of over 1,024 agents takes several). A kernel
+// that keeps arrays in registers declares __launch_bounds__(TAG_MAX_THREADS): nvcc then
+// fits it in the registers a block of that many threads may have (64 a thread), where
+// otherwise it might take more and fail to launch ("too many resources requested").
+#define TAG_MAX_THREADS 1024
 
 // a * b rounded to float, never fused with an add into an fma.
 __device__ __forceinline__ float tag_mul(float a, float b) { return __fmul_rn(a, b); }
@@ -36,35 +41,52 @@ __device__ void tag_stage_tile(const float* loc_x, const float* loc_y, const int
   }
 }
 
-// Keep the num_nearest smallest distances seen so far, nearest first; returns how many are
-// kept. Agents come in index order and only a strictly nearer one moves past another, so
-// of two at the same distance the lower index comes first.
-__device__ int tag_keep_nearest(float d2, int other, float* best_d2, int* best,
-                                int num_nearest, int found) {
-  if (found == num_nearest && !(d2 < best_d2[num_nearest - 1])) return found;
-  int k = found < num_nearest ? found : num_nearest - 1;
-  while (k > 0 && best_d2[k - 1] > d2) {  // farther ones move one place back
-    best_d2[k] = best_d2[k - 1];
-    best[k] = best[k - 1];
-    k = k - 1;
+// Keep the num_nearest smallest distances seen so far, nearest first (an empty slot holds
+// an infinite distance). The newcomer takes the first slot whose distance is strictly
+// larger, and from there each slot takes the one before it: a farther one moves one place
+// back. Agents come in index order, so of two at the same distance the lower index stays
+// first. The loop runs over every possible slot, unrolled: each index is then a constant,
+// so the arrays live in registers, not in memory (an index known only at run time would
+// put them in local memory, which is far slower). Returns the distance now in the last
+// slot: only an agent nearer than that can still get in.
+__device__ __forceinline__ float tag_keep_nearest(float d2, int other, float* best_d2, int* best,
+                                                  int num_nearest) {
+  bool moving = false;
+  float last = d2;
+#pragma unroll
+  for (int k = 0; k < TAG_MAX_NEAREST; ++k) {
+    if (k < num_nearest && (moving || d2 < best_d2[k])) {
+      const float d = best_d2[k];
+      const int b = best[k];
+      best_d2[k] = d2;
+      best[k] = other;
+      d2 = d;
+      other = b;
+      moving = true;
+    }
+    if (k == num_nearest - 1) last = best_d2[k];
   }
-  best_d2[k] = d2;
-  best[k] = other;
-  return found < num_nearest ? found + 1 : found;
+  return last;
 }
 
-// The num_nearest agents in the game nearest to `agent` (itself left out), into best[]
+// The num_nearest agents in the game nearest to `agent` (itself left out), into nearest[]
 // (-1: no one). Every thread of the block must call it: it waits for the others at each
 // tile. Threads past the last agent (active false) help copy and find nothing.
 __device__ void tag_find_nearest(const float* loc_x, const float* loc_y, const int* in_game,
                                  int env, int agent, bool active, int num_agents,
                                  int num_nearest, float* tile_x, float* tile_y, int* tile_in,
-                                 float* best_d2, int* best) {
+                                 int* nearest) {
   const int i = wd_slot(env, active ? agent : 0, num_agents);
   const float my_x = loc_x[i];
   const float my_y = loc_y[i];
-  for (int k = 0; k < num_nearest; ++k) best[k] = -1;
-  int found = 0;
+  float best_d2[TAG_MAX_NEAREST];  // in registers: see tag_keep_nearest
+  int best[TAG_MAX_NEAREST];
+#pragma unroll
+  for (int k = 0; k < TAG_MAX_NEAREST; ++k) {
+    best_d2[k] = INFINITY;
+    best[k] = -1;
+  }
+  float worst = INFINITY;  // the distance in the last slot
   for (int start = 0; start < num_agents; start += TAG_TILE) {
     const int count = min(TAG_TILE, num_agents - start);
     tag_stage_tile(loc_x, loc_y, in_game, env, num_agents, start, count, tile_x, tile_y,
@@ -73,9 +95,13 @@ __device__ void tag_find_nearest(const float* loc_x, const float* loc_y, const i
     for (int k = 0; active && k < count; ++k) {
       if (start + k == agent || tile_in[k] == 0) continue;
       const float d2 = tag_distance2(tile_x[k] - my_x, tile_y[k] - my_y);
-      found = tag_keep_nearest(d2, start + k, best_d2, best, num_nearest, found);
+      if (d2 < worst) worst = tag_keep_nearest(d2, start + k, best_d2, best, num_nearest);
     }
     __syncthreads();  // everyone is done with this tile before the next overwrites it
+  }
+#pragma unroll
+  for (int k = 0; k < TAG_MAX_NEAREST; ++k) {
+    if (k < num_nearest) nearest[k] = best[k];
   }
 }
 

@@ -15,7 +15,15 @@ from wd_teach._simulator import simulator_on
 from wd_teach.numba_index import agent_id, env_id
 
 TILE = 128  # agents staged in shared memory at a time
-MAX_NEAREST = 32  # the most neighbours an agent can see by distance
+MAX_NEAREST = 16  # the most neighbours an agent can see by distance
+#: The largest block a game launches; tag.cuh's TAG_MAX_THREADS says why kernels declare it.
+MAX_THREADS = 1024
+
+
+def observe_kernel(fn):
+    """`cuda.jit` for a kernel that keeps arrays in registers: with launch bounds, so that
+    it fits a block of MAX_THREADS (the simulator has no registers, and no such option)."""
+    return cuda.jit(fn) if simulator_on() else cuda.jit(launch_bounds=MAX_THREADS)(fn)
 
 if simulator_on():
 
@@ -49,34 +57,45 @@ def stage_tile(loc_x, loc_y, in_game, env, start, count, tile_x, tile_y, tile_in
 
 
 @cuda.jit(device=True)
-def keep_nearest(d2, other, best_d2, best, num_nearest, found):
-    """Keep the num_nearest smallest distances seen so far, nearest first; returns how many
-    are kept. Agents come in index order and only a strictly nearer one moves past another,
-    so of two at the same distance the lower index comes first."""
-    if found == num_nearest and not d2 < best_d2[num_nearest - 1]:
-        return found
-    k = found if found < num_nearest else num_nearest - 1
-    while k > 0 and best_d2[k - 1] > d2:  # farther ones move one place back
-        best_d2[k] = best_d2[k - 1]
-        best[k] = best[k - 1]
-        k = k - 1
-    best_d2[k] = d2
-    best[k] = other
-    return found + 1 if found < num_nearest else found
+def keep_nearest(d2, other, best_d2, best, num_nearest):
+    """Keep the num_nearest smallest distances seen so far, nearest first (an empty slot
+    holds an infinite distance). The newcomer takes the first slot whose distance is
+    strictly larger, and from there each slot takes the one before it: a farther one moves
+    one place back. Agents come in index order, so of two at the same distance the lower
+    index stays first. The loop runs over every possible slot (a constant count, which the
+    compiler can unroll so that the arrays stay in registers). Returns the distance now in
+    the last slot: only an agent nearer than that can still get in."""
+    moving = False
+    last = d2
+    for k in range(MAX_NEAREST):
+        if k < num_nearest and (moving or d2 < best_d2[k]):
+            d = best_d2[k]
+            b = best[k]
+            best_d2[k] = d2
+            best[k] = other
+            d2 = d
+            other = b
+            moving = True
+        if k == num_nearest - 1:
+            last = best_d2[k]
+    return last
 
 
 @cuda.jit(device=True)
 def find_nearest(loc_x, loc_y, in_game, env, agent, active, num_agents, num_nearest,
-                 tile_x, tile_y, tile_in, best_d2, best):
-    """The num_nearest agents in the game nearest to `agent` (itself left out), into best[]
-    (-1: no one). Every thread of the block must call it: it waits for the others at each
-    tile. Threads past the last agent (active false) help copy and find nothing."""
+                 tile_x, tile_y, tile_in, nearest):
+    """The num_nearest agents in the game nearest to `agent` (itself left out), into
+    nearest[] (-1: no one). Every thread of the block must call it: it waits for the others
+    at each tile. Threads past the last agent (active false) help copy and find nothing."""
     me = agent if active else 0
     my_x = loc_x[env, me]
     my_y = loc_y[env, me]
-    for k in range(num_nearest):
+    best_d2 = cuda.local.array(MAX_NEAREST, float32)
+    best = cuda.local.array(MAX_NEAREST, int32)
+    for k in range(MAX_NEAREST):
+        best_d2[k] = np.float32(np.inf)
         best[k] = -1
-    found = 0
+    worst = np.float32(np.inf)  # the distance in the last slot
     for start in range(0, num_agents, TILE):
         count = min(TILE, num_agents - start)
         stage_tile(loc_x, loc_y, in_game, env, start, count, tile_x, tile_y, tile_in)
@@ -85,8 +104,12 @@ def find_nearest(loc_x, loc_y, in_game, env, agent, active, num_agents, num_near
             if start + k == agent or tile_in[k] == 0:
                 continue
             d2 = distance2(tile_x[k] - my_x, tile_y[k] - my_y)
-            found = keep_nearest(d2, start + k, best_d2, best, num_nearest, found)
+            if d2 < worst:
+                worst = keep_nearest(d2, start + k, best_d2, best, num_nearest)
         cuda.syncthreads()  # everyone is done with this tile before the next overwrites it
+    for k in range(MAX_NEAREST):
+        if k < num_nearest:
+            nearest[k] = best[k]
 
 
 @cuda.jit(device=True)

@@ -32,25 +32,21 @@ extern "C" __global__ void tag_grid_move(float* loc_x, float* loc_y, const int* 
 
 // Every agent's observation: the shared position features, for its own block and for each
 // neighbour slot. Then the end of the game.
-extern "C" __global__ void tag_grid_observe(const float* loc_x, const float* loc_y,
-                                            const int* in_game, float* obs, float* rewards,
-                                            int* done, const int* timestep,
-                                            const int* runners_left, int num_agents,
-                                            int num_taggers, int num_neighbors,
-                                            int full_observation, int obs_size, int own_size,
-                                            int episode_length, float field_size,
-                                            float end_reward) {
+extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
+    tag_grid_observe(const float* loc_x, const float* loc_y, const int* in_game, float* obs,
+        float* rewards, int* done, const int* timestep, const int* runners_left,
+        int num_agents, int num_taggers, int num_neighbors, int full_observation,
+        int obs_size, int own_size, int episode_length, float field_size, float end_reward) {
   __shared__ float tile_x[TAG_TILE];
   __shared__ float tile_y[TAG_TILE];
   __shared__ int tile_in[TAG_TILE];
-  float nearest_d2[TAG_MAX_NEAREST];
   int nearest[TAG_MAX_NEAREST];
   const int env = wd_env_id();
   const int agent = wd_agent_id();
   const bool active = agent < num_agents;
   if (!full_observation) {
     tag_find_nearest(loc_x, loc_y, in_game, env, agent, active, num_agents, num_neighbors,
-                     tile_x, tile_y, tile_in, nearest_d2, nearest);
+                     tile_x, tile_y, tile_in, nearest);
   }
   if (!active) return;
   const int i = wd_slot(env, agent, num_agents);

@@ -12,6 +12,7 @@ from wd_teach_envs._tag.tag_numba import (
     end_game,
     find_nearest,
     neighbor,
+    observe_kernel,
     observe_neighbor,
     observe_self,
     tag_catch,  # noqa: F401  (loaded with this module: the step's middle kernel)
@@ -45,7 +46,7 @@ def tag_grid_move(loc_x, loc_y, in_game, actions, rewards, timestep, move_x, mov
     rewards[i] = reward
 
 
-@cuda.jit
+@observe_kernel
 def tag_grid_observe(loc_x, loc_y, in_game, obs, rewards, done, timestep, runners_left,
                      num_agents, num_taggers, num_neighbors, full_observation, obs_size,
                      own_size, episode_length, field_size, end_reward):
@@ -54,14 +55,13 @@ def tag_grid_observe(loc_x, loc_y, in_game, obs, rewards, done, timestep, runner
     tile_x = cuda.shared.array(TILE, float32)
     tile_y = cuda.shared.array(TILE, float32)
     tile_in = cuda.shared.array(TILE, int32)
-    nearest_d2 = cuda.local.array(MAX_NEAREST, float32)
     nearest = cuda.local.array(MAX_NEAREST, int32)
     env = env_id()
     agent = agent_id()
     active = agent < num_agents
     if not full_observation:
         find_nearest(loc_x, loc_y, in_game, env, agent, active, num_agents, num_neighbors,
-                     tile_x, tile_y, tile_in, nearest_d2, nearest)
+                     tile_x, tile_y, tile_in, nearest)
     if not active:
         return
     i = (env, agent)
