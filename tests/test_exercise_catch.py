@@ -5,114 +5,30 @@ its measurement and pictures say what was measured.
 
 The Numba kernels run here (the simulator, or a GPU). The CUDA C ones run only with PyCUDA
 on a GPU (tests/gpu/test_exercise_catch_gpu.py); here they meet the no-GPU path (forced by
-`no_pycuda`, so it is tested on a GPU machine too).
+`no_pycuda`, so it is tested on a GPU machine too). The answers, right and wrong, are
+tests/exercise_answers.py's, shared with the GPU twin.
 """
-
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from exercise_answers import CATCH_C, catches_nothing, make_catch, plain_count, without_pycuda
 from matplotlib import pyplot as plt
-from numba import cuda
 
 import wd_teach
 from wd_teach import cuda_c
 from wd_teach._simulator import simulator_on
 from wd_teach.device import nvcc_path
 from wd_teach.errors import WdTeachError
-from wd_teach.exercises import cuda_c_check, lesson_06
+from wd_teach.exercises import lesson_06
 from wd_teach.exercises.races import kernels_numba as races_numba
 from wd_teach.exercises.races import pictures as race_pictures
 from wd_teach.exercises.races import races
-from wd_teach.numba_index import agent_id, env_id
-
-CATCH_C = r"""
-#include "wd_teach.cuh"
-
-extern "C" __global__ void catch_runners(const float* loc_x, const float* loc_y, int* in_game,
-                                         int* num_caught, int num_agents, int num_taggers,
-                                         float tagging_distance) {
-  const int env = wd_env_id();
-  const int agent = wd_agent_id();
-  if (agent >= num_agents || agent < num_taggers) return;
-  const int me = wd_slot(env, agent, num_agents);
-  if (in_game[me] == 0) return;
-  for (int tagger = 0; tagger < num_taggers; ++tagger) {
-    const int t = wd_slot(env, tagger, num_agents);
-    const float dx = loc_x[t] - loc_x[me];
-    const float dy = loc_y[t] - loc_y[me];
-    if (dx * dx + dy * dy <= tagging_distance * tagging_distance) {
-      in_game[me] = 0;
-      atomicAdd(&num_caught[env], 1);
-      return;
-    }
-  }
-}
-"""
-
-
-def make_catch(runners_only=True, playing_only=True, at_distance=True, adds=True):
-    """The right Numba catch_runners, or one with a single thing wrong."""
-
-    @cuda.jit
-    def catch_runners(loc_x, loc_y, in_game, num_caught, num_agents, num_taggers,
-                      tagging_distance):
-        env = env_id()
-        agent = agent_id()
-        if agent >= num_agents or (runners_only and agent < num_taggers):
-            return
-        if playing_only and in_game[env, agent] == 0:
-            return
-        reach2 = tagging_distance * tagging_distance
-        for tagger in range(num_taggers):
-            dx = loc_x[env, tagger] - loc_x[env, agent]
-            dy = loc_y[env, tagger] - loc_y[env, agent]
-            d2 = dx * dx + dy * dy
-            if d2 < reach2 or (at_distance and d2 == reach2):
-                in_game[env, agent] = 0
-                if adds:
-                    cuda.atomic.add(num_caught, env, 1)
-                else:
-                    num_caught[env] = 1
-                return
-
-    return catch_runners
-
-
-@cuda.jit
-def catch_runners(loc_x, loc_y, in_game, num_caught, num_agents, num_taggers, tagging_distance):
-    """Right, but for its count: a plain += where an atomic add belongs."""
-    env = env_id()
-    agent = agent_id()
-    if agent >= num_agents or agent < num_taggers or in_game[env, agent] == 0:
-        return
-    for tagger in range(num_taggers):
-        dx = loc_x[env, tagger] - loc_x[env, agent]
-        dy = loc_y[env, tagger] - loc_y[env, agent]
-        if dx * dx + dy * dy <= tagging_distance * tagging_distance:
-            in_game[env, agent] = 0
-            num_caught[env] += 1  # a plain +=: threads of the same env race
-            return
-
-
-plain_count = catch_runners
-
-
-@cuda.jit
-def does_nothing(loc_x, loc_y, in_game, num_caught, num_agents, num_taggers, tagging_distance):
-    pass
-
-
-does_nothing.py_func.__name__ = "catch_runners"
 
 
 @pytest.fixture
 def no_pycuda(monkeypatch):
     """The checker as it runs on a machine where PyCUDA cannot run, on any machine."""
-    here = wd_teach.discover()
-    report = SimpleNamespace(has_gpu=here.has_gpu,
-                             backends=tuple(b for b in here.backends if b != "pycuda"))
-    monkeypatch.setattr(cuda_c_check, "discover", lambda: report)
+    without_pycuda(monkeypatch)
 
 
 def test_the_catch_checker_accepts_a_right_catch(capsys):
@@ -131,7 +47,7 @@ def test_the_catch_checker_accepts_a_right_catch(capsys):
     (make_catch(at_distance=False), ["should be caught", "exactly at it", "<="]),
     (make_catch(adds=False), ["do not overwrite it"]),
     (make_catch().py_func, ["Not yet"]),
-    (does_nothing, ["Not yet: catch_runners changed nothing"]),
+    (catches_nothing, ["Not yet: catch_runners changed nothing"]),
 ])
 def test_the_catch_checker_rejects_wrong_numba_catches_naming_what_is_wrong(kernel, says,
                                                                             capsys):

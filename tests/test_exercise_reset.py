@@ -5,95 +5,34 @@ cannot run it never says "All right".
 The Numba kernels run here (the simulator, or a GPU). The CUDA C ones run only with PyCUDA
 on a GPU (tests/gpu/test_exercise_reset_gpu.py); here they meet the no-GPU path (forced by
 `no_pycuda`, so it is tested on a GPU machine too): named kernels with bodies, parameters
-bound against the store, compiled where nvcc is.
+bound against the store, compiled where nvcc is. The answers, right and wrong, are
+tests/exercise_answers.py's, shared with the GPU twin.
 """
 
-from types import SimpleNamespace
-
 import pytest
-from numba import cuda
+from exercise_answers import (
+    RESET_C,
+    RIGHT_RESET,
+    clear_done,
+    keeps_the_flags,
+    make_reset_rows,
+    resets_nothing,
+    without_pycuda,
+)
 
 import wd_teach
 from wd_teach.device import nvcc_path
-from wd_teach.exercises import cuda_c_check, lesson_04
-from wd_teach.numba_index import agent_id, env_id
-
-RESET_C = r"""
-#include "wd_teach.cuh"
-
-extern "C" __global__ void reset_rows(float* data, const float* pristine, const int* done,
-                                      int row_length) {
-  const int env = wd_env_id();
-  if (done[env] == 0) return;
-  const long long row_start = (long long)env * row_length;
-  for (int i = wd_agent_id(); i < row_length; i += gridDim.y * blockDim.x) {
-    data[row_start + i] = pristine[row_start + i];
-  }
-}
-
-extern "C" __global__ void clear_done(int* done) {
-  if (wd_agent_id() == 0) done[wd_env_id()] = 0;
-}
-"""
-
-
-def make_reset_rows(check_done=True, stride=True, own_row=True, lowers_flag=False):
-    """The right Numba reset_rows, or one with a single thing wrong."""
-
-    @cuda.jit
-    def reset_rows(data, pristine, done, row_length):
-        env = env_id()
-        if check_done and done[env] == 0:
-            return
-        flat_data = data.reshape(data.size)
-        flat_pristine = pristine.reshape(pristine.size)
-        row_start = env * row_length
-        source_start = row_start if own_row else 0
-        step = cuda.gridDim.y * cuda.blockDim.x if stride else row_length
-        for i in range(agent_id(), row_length, step):
-            flat_data[row_start + i] = flat_pristine[source_start + i]
-        if lowers_flag and agent_id() == 0:
-            done[env] = 0
-
-    return reset_rows
-
-
-@cuda.jit
-def clear_done(done):
-    if agent_id() == 0:
-        done[env_id()] = 0
-
-
-@cuda.jit
-def keeps_the_flags(done):  # named clear_done below: it forgets to lower them
-    pass
-
-
-keeps_the_flags.py_func.__name__ = "clear_done"
-
-
-@cuda.jit
-def does_nothing(data, pristine, done, row_length):
-    pass
-
-
-does_nothing.py_func.__name__ = "reset_rows"
-
-
-RIGHT_NUMBA = [make_reset_rows(), clear_done]
+from wd_teach.exercises import lesson_04
 
 
 @pytest.fixture
 def no_pycuda(monkeypatch):
     """The checker as it runs on a machine where PyCUDA cannot run, on any machine."""
-    here = wd_teach.discover()
-    report = SimpleNamespace(has_gpu=here.has_gpu,
-                             backends=tuple(b for b in here.backends if b != "pycuda"))
-    monkeypatch.setattr(cuda_c_check, "discover", lambda: report)
+    without_pycuda(monkeypatch)
 
 
 def test_the_checker_accepts_a_right_reset(capsys):
-    assert lesson_04.check_reset(RIGHT_NUMBA, RESET_C, "numba")
+    assert lesson_04.check_reset(RIGHT_RESET, RESET_C, "numba")
     out = capsys.readouterr().out
     assert "Numba kernel: ran on numba" in out and ": right." in out
     if "pycuda" in wd_teach.discover().backends:
@@ -112,7 +51,7 @@ def test_the_checker_accepts_a_right_reset(capsys):
     ([make_reset_rows(lowers_flag=True), clear_done],
      ["reset_rows changed env", "done flag", "clear_done, a launch of its own"]),
     ([make_reset_rows(), keeps_the_flags], ["after clear_done", "done flag is still 1"]),
-    ([does_nothing, clear_done], ["Not yet: reset_rows changed nothing"]),
+    ([resets_nothing, clear_done], ["Not yet: reset_rows changed nothing"]),
     ([make_reset_rows()], ["no kernel named clear_done"]),
     (make_reset_rows(), ["Not yet: pass [reset_rows, clear_done]"]),
     (None, ["Not yet"]),
@@ -134,7 +73,7 @@ def test_wrong_rows_are_named_by_array_env_and_agent(capsys):
 
 
 def test_without_pycuda_a_right_cuda_c_reset_is_reported_as_not_run(no_pycuda, capsys):
-    assert lesson_04.check_reset(RIGHT_NUMBA, RESET_C, "numba")
+    assert lesson_04.check_reset(RIGHT_RESET, RESET_C, "numba")
     out = capsys.readouterr().out
     assert "All right" not in out
     assert "NOT run" in out or "nor run" in out
@@ -155,6 +94,6 @@ def test_without_pycuda_wrong_cuda_c_is_rejected_before_it_could_run(no_pycuda, 
                                                                       capsys):
     if says == "could not compile" and nvcc_path() is None:
         pytest.skip("a compile error needs nvcc to be found, and nvcc is not on this machine")
-    assert not lesson_04.check_reset(RIGHT_NUMBA, source, "numba")
+    assert not lesson_04.check_reset(RIGHT_RESET, source, "numba")
     out = capsys.readouterr().out
     assert says in out and "All right" not in out

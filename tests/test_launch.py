@@ -134,7 +134,9 @@ def helper(x):
 @pytest.mark.parametrize("call, message", [
     (lambda launcher: launcher.launch("nope"), "no kernel named 'nope'"),
     (lambda launcher: launcher.load(DEMO_CUDA_C), "numba backend loads @cuda.jit kernels"),
-    (lambda launcher: launcher.load(helper), "not a Numba kernel"),
+    (lambda launcher: launcher.load(helper), "helper is a Numba device function"),
+    (lambda launcher: launcher.load(helper.py_func), "helper is not a Numba kernel: decorate"),
+    (lambda launcher: launcher.load([3]), "got a value of type int, not a Numba kernel"),
     (lambda launcher: launcher.load([]), "no kernels found"),
     (lambda launcher: launcher.load("missing.py"), "no Python file"),
 ])
@@ -142,6 +144,16 @@ def test_numba_launcher_refuses_bad_input(call, message):
     launcher = KernelLauncher(numba_store(), "numba")
     with pytest.raises(LaunchError, match=message):
         call(launcher)
+
+
+def test_a_device_function_passed_as_a_kernel_is_named_and_the_way_out_said():
+    """Not `<numba.cuda...object at 0x7f...>`: the function's own name, and what to do."""
+    with pytest.raises(LaunchError) as refused:
+        KernelLauncher(numba_store(), "numba").load([helper])
+    message = str(refused.value)
+    assert " at 0x" not in message and "object" not in message
+    assert message.startswith("helper is a Numba device function")
+    assert "Load the @cuda.jit kernel that calls helper" in message
 
 
 def test_missing_store_name_is_named_before_any_launch(backend):

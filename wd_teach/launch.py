@@ -148,8 +148,7 @@ class KernelLauncher:
             items = {}
             for kernel in (kernels if isinstance(kernels, (list, tuple)) else [kernels]):
                 if not _is_numba_kernel(kernel):
-                    raise LaunchError(f"{kernel!r} is not a Numba kernel: decorate it with "
-                                      "@cuda.jit (and not device=True).")
+                    raise LaunchError(_not_a_kernel(kernel))
                 items[kernel.py_func.__name__] = kernel
         for name, kernel in items.items():
             self._kernels[name] = kernel
@@ -393,6 +392,23 @@ def _is_numba_kernel(obj) -> bool:
         return False
     options = getattr(obj, "targetoptions", None) or {}
     return not (options.get("device") or getattr(obj, "_device", False))
+
+
+def _not_a_kernel(obj) -> str:
+    """Why `obj` cannot be loaded as a Numba kernel, naming it by its function's name (its
+    repr is an object address, which tells a learner nothing), and what to pass instead."""
+    function = getattr(obj, "py_func", obj)
+    name = getattr(function, "__name__", None)
+    if name is None:
+        return (f"got a value of type {type(obj).__name__}, not a Numba kernel: pass @cuda.jit "
+                "kernels (one, a list of them, a module or a .py path).")
+    if hasattr(obj, "py_func"):  # a Numba function, so a device function
+        return (f"{name} is a Numba device function (@cuda.jit(device=True)): a helper that "
+                "only code already on the GPU calls, not a kernel that can be launched. Load "
+                f"the @cuda.jit kernel that calls {name}; or, if {name} is meant to be the "
+                "kernel, decorate it with plain @cuda.jit and have it write its results into "
+                "an array instead of returning them.")
+    return f"{name} is not a Numba kernel: decorate it with @cuda.jit."
 
 
 def _import_path(path: Path) -> types.ModuleType:

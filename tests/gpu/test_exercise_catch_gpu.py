@@ -3,58 +3,13 @@ plain += loses counts that an atomic add keeps."""
 
 import numpy as np
 import pytest
-from numba import cuda
+from exercise_answers import CATCH_C, make_catch, plain_count
 
 import wd_teach
 from wd_teach.exercises import lesson_06
 from wd_teach.exercises.races import races
-from wd_teach.numba_index import agent_id, env_id
 
-CATCH_C = r"""
-#include "wd_teach.cuh"
-
-extern "C" __global__ void catch_runners(const float* loc_x, const float* loc_y, int* in_game,
-                                         int* num_caught, int num_agents, int num_taggers,
-                                         float tagging_distance) {
-  const int env = wd_env_id();
-  const int agent = wd_agent_id();
-  if (agent >= num_agents || agent < num_taggers) return;
-  const int me = wd_slot(env, agent, num_agents);
-  if (in_game[me] == 0) return;
-  for (int tagger = 0; tagger < num_taggers; ++tagger) {
-    const int t = wd_slot(env, tagger, num_agents);
-    const float dx = loc_x[t] - loc_x[me];
-    const float dy = loc_y[t] - loc_y[me];
-    if (dx * dx + dy * dy <= tagging_distance * tagging_distance) {
-      in_game[me] = 0;
-      atomicAdd(&num_caught[env], 1);
-      return;
-    }
-  }
-}
-"""
-
-
-def make_right_catch():
-    @cuda.jit
-    def catch_runners(loc_x, loc_y, in_game, num_caught, num_agents, num_taggers,
-                      tagging_distance):
-        env = env_id()
-        agent = agent_id()
-        if agent >= num_agents or agent < num_taggers or in_game[env, agent] == 0:
-            return
-        for tagger in range(num_taggers):
-            dx = loc_x[env, tagger] - loc_x[env, agent]
-            dy = loc_y[env, tagger] - loc_y[env, agent]
-            if dx * dx + dy * dy <= tagging_distance * tagging_distance:
-                in_game[env, agent] = 0
-                cuda.atomic.add(num_caught, env, 1)
-                return
-
-    return catch_runners
-
-
-right_catch = make_right_catch()
+right_catch = make_catch()
 
 
 def test_a_right_catch_runs_in_both_languages_and_passes(capsys):
@@ -81,24 +36,8 @@ def test_wrong_cuda_c_catches_are_rejected_naming_what_is_wrong(wrong, says, cap
     assert "CUDA C kernel, " in out and says in out and "All right" not in out
 
 
-@cuda.jit
-def catch_runners(loc_x, loc_y, in_game, num_caught, num_agents, num_taggers, tagging_distance):
-    """Right, but for its count: a plain += where an atomic add belongs."""
-    env = env_id()
-    agent = agent_id()
-    if agent >= num_agents or agent < num_taggers or in_game[env, agent] == 0:
-        return
-    for tagger in range(num_taggers):
-        dx = loc_x[env, tagger] - loc_x[env, agent]
-        dy = loc_y[env, tagger] - loc_y[env, agent]
-        if dx * dx + dy * dy <= tagging_distance * tagging_distance:
-            in_game[env, agent] = 0
-            num_caught[env] += 1
-            return
-
-
 def test_a_numba_catch_with_a_plain_add_loses_counts_on_the_gpu(capsys):
-    assert not lesson_06.check_catch(catch_runners, CATCH_C, "numba")
+    assert not lesson_06.check_catch(plain_count, CATCH_C, "numba")
     out = capsys.readouterr().out
     assert "Numba kernel, " in out and "adds were lost" in out
 

@@ -7,6 +7,10 @@ binds the kernel's parameters by name against the store, as a launch would, and 
 with nvcc when nvcc is here. That proves the kernel is well formed, not that it computes the
 right thing, so the verdict then names the half that was not run and why, and never says
 "All right" for the whole.
+
+Every checker also runs the learner's own code, which may fail in any way; the helpers at
+the end load and launch it and turn whatever it raises into a hint for the learner, once
+for all lessons.
 """
 
 from __future__ import annotations
@@ -14,16 +18,19 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from wd_teach import cuda_c
 from wd_teach.device import choose_backend, discover, nvcc_path
 from wd_teach.errors import WdTeachError
-from wd_teach.launch import cuda_c_argument
+from wd_teach.launch import KernelLauncher, cuda_c_argument
 from wd_teach.show import cuda_function
 
 LABEL = "CUDA C kernel"
 #: How a verdict names each half, by backend.
 LABELS = {"numba": "Numba kernel", "pycuda": LABEL}
+#: What a kernel that crashes has most often done wrong.
+CRASH_HINT = "threads past the last agent must do nothing: if agent >= num_agents, return."
 
 
 @dataclass
@@ -137,3 +144,57 @@ def bind_and_compile(text: str, kernel: str, params, store, hint: str) -> bool:
     print(f"{LABEL}: nvcc compiles it and its parameters match the store. It was NOT run "
           f"({why_pycuda_cannot_run()}), so what it computes was not checked.")
     return True
+
+
+def say_why_it_failed(err: Exception, where: str, hint: str,
+                      crash_hint: str | None = CRASH_HINT) -> None:
+    """Print what the learner's code raised, at `where`, with a hint: `hint` for a
+    WdTeachError (a parameter the store lacks, a type that does not match: the names are
+    the usual cause), `crash_hint` (when given) for anything else."""
+    if isinstance(err, WdTeachError):
+        print(f"{where}: {err}\nHint: {hint}")
+        return
+    print(f"{where} failed: {type(err).__name__}: {err}")
+    if crash_hint:
+        print(f"Hint: {crash_hint}")
+
+
+def run_learner_code(run: Callable[[], Any], where: str, hint: str,
+                     crash_hint: str | None = CRASH_HINT) -> Any:
+    """What `run()` returns, or None when the learner's code in it raised: then it has
+    printed why (see say_why_it_failed). `run` must not return None itself."""
+    try:
+        return run()
+    except Exception as err:  # the learner's kernel may fail in any way; say how
+        say_why_it_failed(err, where, hint, crash_hint)
+        return None
+
+
+def launch_learner_kernel(store, backend: str, kernels, where: str, hint: str, *,
+                          max_threads: int, names: tuple[str, ...] | None = None,
+                          launch: Callable[[KernelLauncher], Any] | None = None,
+                          crash_hint: str | None = CRASH_HINT) -> Any:
+    """Load the learner's kernel(s) on `store` for `backend` and launch them, as the
+    package's own layers do (KernelLauncher: arguments bound by name, torch's stream).
+
+    `names`: the kernels it must define (None: exactly one, of any name). `launch(launcher)`
+    makes the launches (default: each kernel once, its arguments bound by its parameter
+    names) and what it returns is returned. None when something failed: then it has
+    printed what, at `where`, with `hint` or `crash_hint`."""
+    def attempt() -> Any:
+        launcher = KernelLauncher(store, backend, max_threads=max_threads)
+        found = launcher.load(kernels)
+        if names is None and len(found) != 1:
+            print(f"{where}: found {len(found)} kernels ({', '.join(found)}); give one.")
+            return None
+        missing = [name for name in names or () if name not in found]
+        if missing:
+            raise WdTeachError(f"no kernel named {', '.join(missing)} (found: "
+                               f"{', '.join(found) or 'none'}).")
+        if launch is not None:
+            return launch(launcher)
+        for name in names or found:
+            launcher.launch(name)
+        return launcher
+
+    return run_learner_code(attempt, where, hint, crash_hint)

@@ -16,9 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from wd_teach.data import DataStore
-from wd_teach.errors import WdTeachError
-from wd_teach.exercises.cuda_c_check import check_halves, compile_only
-from wd_teach.launch import KernelLauncher, launch_geometry
+from wd_teach.exercises.cuda_c_check import check_halves, compile_only, launch_learner_kernel
+from wd_teach.launch import launch_geometry
 from wd_teach.sizes import lesson_sizes
 
 PARAMETERS = "pos, vel, dt, num_agents"
@@ -64,22 +63,10 @@ def _run_both_shapes(kernel, backend: str, label: str) -> bool:
         start, vel = store.pull("pos"), store.pull("vel")
         want = start + vel * store.constant("dt")
         geometry = launch_geometry(store.num_envs, agents, max_threads)
-        try:
-            launcher = KernelLauncher(store, backend, max_threads=max_threads)
-            names = launcher.load(kernel)
-            if len(names) != 1:
-                print(f"{label}: found {len(names)} kernels ({', '.join(names)}); give one.")
-                return False
-            launcher.launch(names[0])
-        except WdTeachError as err:
-            print(f"{label}: {err}\nHint: the parameters are {PARAMETERS}, named as in the "
-                  "store.")
-            return False
-        except Exception as err:  # the learner's kernel may fail in any way; say how
-            print(f"{label} failed with {shape} (grid {geometry.grid}, block {geometry.block}): "
-                  f"{type(err).__name__}: {err}")
-            print("Hint: threads past the last agent must do nothing: "
-                  "if agent >= num_agents, return.")
+        where = f"{label}, {shape} (grid {geometry.grid}, block {geometry.block})"
+        if launch_learner_kernel(store, backend, kernel, where,
+                                 f"the parameters are {PARAMETERS}, named as in the store.",
+                                 max_threads=max_threads) is None:
             return False
         got, vel_after = store.pull("pos"), store.pull("vel")
         if not np.array_equal(vel_after, vel) and np.array_equal(got, start):
@@ -89,9 +76,8 @@ def _run_both_shapes(kernel, backend: str, label: str) -> bool:
         wrong = ~np.isclose(got, want, rtol=1e-5, atol=1e-6)
         if wrong.any():
             env, agent = (int(i) for i in np.argwhere(wrong)[0])
-            print(f"{label}, {shape} (grid {geometry.grid}, block {geometry.block}): "
-                  f"{int(wrong.sum())} of {wrong.size} positions are off; the first is env "
-                  f"{env}, agent {agent}: got {got[env, agent]:.6f}, want "
+            print(f"{where}: {int(wrong.sum())} of {wrong.size} positions are off; the first "
+                  f"is env {env}, agent {agent}: got {got[env, agent]:.6f}, want "
                   f"{want[env, agent]:.6f}.")
             if max_threads < agents:
                 print("Hint: with several blocks per environment, the agent is "

@@ -30,8 +30,7 @@ import numpy as np
 from wd_teach import cuda_c
 from wd_teach.data import DataStore
 from wd_teach.errors import WdTeachError
-from wd_teach.exercises.cuda_c_check import LABEL, check_halves, compile_only
-from wd_teach.launch import KernelLauncher
+from wd_teach.exercises.cuda_c_check import LABEL, check_halves, compile_only, launch_learner_kernel
 from wd_teach.rng.reference import thread_uniforms
 from wd_teach.sampler.reference import inverse_cdf
 
@@ -146,20 +145,9 @@ def _run(kernel, backend: str, label: str) -> bool:
                                (NUM_AGENTS // 2 + 1, "two blocks per environment")):
         probs, u = make_draws(rng)
         store = _store(probs, u)
-        try:
-            launcher = KernelLauncher(store, backend, max_threads=max_threads)
-            names = launcher.load(kernel)
-            if len(names) != 1:
-                print(f"{label}: found {len(names)} kernels ({', '.join(names)}); give one.")
-                return False
-            launcher.launch(names[0])
-        except WdTeachError as err:
-            print(f"{label}: {err}\nHint: the parameters are {PARAMETERS}, named as in the "
-                  "store.")
-            return False
-        except Exception as err:  # the learner's kernel may fail in any way; say how
-            print(f"{label} failed with {shape}: {type(err).__name__}: {err}\nHint: threads "
-                  "past the last agent must do nothing: if agent >= num_agents, return.")
+        if launch_learner_kernel(store, backend, kernel, f"{label}, {shape}",
+                                 f"the parameters are {PARAMETERS}, named as in the store.",
+                                 max_threads=max_threads) is None:
             return False
         if not _all_right(store.pull("actions"), probs, u, f"{label}, {shape}"):
             return False

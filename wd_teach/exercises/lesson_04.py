@@ -28,7 +28,13 @@ from wd_teach import cuda_c
 from wd_teach._simulator import simulator_on
 from wd_teach.data import DataStore
 from wd_teach.errors import WdTeachError
-from wd_teach.exercises.cuda_c_check import LABEL, bind_and_compile, check_halves, kernel_body
+from wd_teach.exercises.cuda_c_check import (
+    LABEL,
+    bind_and_compile,
+    check_halves,
+    kernel_body,
+    launch_learner_kernel,
+)
 from wd_teach.launch import KernelLauncher, cuda_c_argument
 from wd_teach.reset.reference import reference_reset
 
@@ -120,14 +126,11 @@ def _run_cases(kernels, backend: str, label: str) -> bool:
     for what, num_envs, num_agents, max_threads in CASES:
         store, before, done = _world(rng, num_envs, num_agents)
         pristine = {n: store.pull(f"{n}_pristine") for n in ARRAYS}
-        try:
-            flags_mid = _reset(store, kernels, backend, max_threads)
-        except WdTeachError as err:
-            print(f"{label}, {what}: {err}\nHint: {HINT}")
-            return False
-        except Exception as err:  # the learner's kernel may fail in any way; say how
-            print(f"{label}, {what}: {type(err).__name__}: {err}\nHint: a thread's index "
-                  "along the row must stay below row_length.")
+        flags_mid = launch_learner_kernel(
+            store, backend, kernels, f"{label}, {what}", HINT, max_threads=max_threads,
+            names=KERNELS, launch=_reset, crash_hint="a thread's index along the row must stay "
+                                                     "below row_length.")
+        if flags_mid is None:
             return False
         got = {n: store.pull(n) for n in ARRAYS}
         message = _first_wrong(got, before, pristine, done, flags_mid, store.pull("done"))
@@ -140,17 +143,12 @@ def _run_cases(kernels, backend: str, label: str) -> bool:
     return True
 
 
-def _reset(store: DataStore, kernels, backend: str, max_threads: int) -> np.ndarray:
+def _reset(launcher: KernelLauncher) -> np.ndarray:
     """The learner's reset, as Resetter.reset runs it; returns the flags between the
     reset_rows launches and clear_done."""
-    launcher = KernelLauncher(store, backend, max_threads=max_threads)
-    names = launcher.load(kernels)
-    missing = [k for k in KERNELS if k not in names]
-    if missing:
-        raise WdTeachError(f"no kernel named {', '.join(missing)} (found: {', '.join(names)}).")
     for name in ARRAYS:
         launcher.launch("reset_rows", name, f"{name}_pristine", "done", f"{name}_row_length")
-    flags_mid = store.pull("done")
+    flags_mid = launcher.store.pull("done")
     launcher.launch("clear_done", "done")
     return flags_mid
 

@@ -32,6 +32,7 @@ import re
 import textwrap
 import threading
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from gymnasium import spaces
@@ -42,7 +43,13 @@ from wd_teach.env import OBS, Env, EpisodeMetric, StateArray, Tolerance, require
 from wd_teach.env.consistency import check_consistency
 from wd_teach.env.wrapper import EnvWrapper
 from wd_teach.errors import WdTeachError
-from wd_teach.exercises.cuda_c_check import LABEL, check_halves, compile_only
+from wd_teach.exercises.cuda_c_check import (
+    LABEL,
+    check_halves,
+    compile_only,
+    run_learner_code,
+    say_why_it_failed,
+)
 from wd_teach.exercises.gather.env import Gather, GatherConfig
 from wd_teach.launch import MAX_THREADS_PER_BLOCK
 from wd_teach.sizes import lesson_sizes
@@ -178,17 +185,11 @@ def _run_beside_reference(numba_kernel, cuda_c_source, backend: str, label: str)
     split = max(1, env.num_agents // 2 + 1)
     for max_threads, shape in ((MAX_THREADS_PER_BLOCK, "one block per environment"),
                                (split, "two blocks per environment")):
-        try:
-            report = check_consistency(env, ["numpy", backend], num_envs=sizes.num_envs,
-                                       steps=steps, max_threads=max_threads)
-        except WdTeachError as err:
-            print(f"{label}: {err}\nHint: the parameters are {PARAMETERS}, named as in the "
-                  "store.")
-            return False
-        except Exception as err:  # the learner's kernel may fail in any way; say how
-            print(f"{label} failed with {shape}: {type(err).__name__}: {err}")
-            print("Hint: threads past the last agent must do nothing: "
-                  "if agent >= num_agents, return.")
+        report = run_learner_code(
+            partial(check_consistency, env, ["numpy", backend], num_envs=sizes.num_envs,
+                    steps=steps, max_threads=max_threads),
+            f"{label}, {shape}", f"the parameters are {PARAMETERS}, named as in the store.")
+        if report is None:
             return False
         found = report.divergence[backend]
         if found is not None:
@@ -387,12 +388,9 @@ def _run_spacing(numba_kernel, cuda_c_source, backend: str, label: str,
               "ends, or a barrier inside a branch that only some threads take?")
         return False
     report, err = done
-    if isinstance(err, WdTeachError):
-        print(f"{label}: {err}\nHint: the parameters are {SPACING_PARAMETERS}, named as in "
-              "the store.")
-        return False
-    if err is not None:  # the learner's kernel may fail in any way; say how
-        print(f"{label} failed: {type(err).__name__}: {err}")
+    if err is not None:
+        say_why_it_failed(err, label, f"the parameters are {SPACING_PARAMETERS}, named as in "
+                          "the store.", crash_hint=None)
         return False
     found = report.divergence[backend]
     if found is not None:

@@ -25,8 +25,13 @@ from wd_teach import cuda_c
 from wd_teach._simulator import simulator_on
 from wd_teach.data import DataStore
 from wd_teach.errors import WdTeachError
-from wd_teach.exercises.cuda_c_check import LABEL, check_halves, compile_only, kernel_body
-from wd_teach.launch import KernelLauncher
+from wd_teach.exercises.cuda_c_check import (
+    LABEL,
+    check_halves,
+    compile_only,
+    kernel_body,
+    launch_learner_kernel,
+)
 from wd_teach_envs._tag import tag_reference
 
 
@@ -207,18 +212,8 @@ def _run_catch_cases(kernel, backend: str, label: str) -> bool:
         what, max_threads = case[0], case[-1]
         store, (x, y, in_game, caught_before) = _catch_store(rng, case)
         taggers = int(store.constant("num_taggers"))
-        try:
-            launcher = KernelLauncher(store, backend, max_threads=max_threads)
-            names = launcher.load(kernel)
-            if "catch_runners" not in names:
-                raise WdTeachError(f"no kernel named catch_runners (found: {', '.join(names)}).")
-            launcher.launch("catch_runners")
-        except WdTeachError as err:
-            print(f"{label}, {what}: {err}\nHint: {CATCH_HINT}")
-            return False
-        except Exception as err:  # the learner's kernel may fail in any way; say how
-            print(f"{label}, {what}: {type(err).__name__}: {err}\nHint: threads past the last "
-                  "agent must do nothing: if agent >= num_agents, return.")
+        if launch_learner_kernel(store, backend, kernel, f"{label}, {what}", CATCH_HINT,
+                                 max_threads=max_threads, names=("catch_runners",)) is None:
             return False
         want = reference_caught(x, y, in_game, taggers, 1.0)
         message = _wrong_catch(x, y, in_game, caught_before, want, taggers,

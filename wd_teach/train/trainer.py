@@ -219,7 +219,9 @@ class Trainer:
         folder for checkpoints, every trainer.checkpoint_every iterations and at the end,
         and for TensorBoard's event files (out/tensorboard/) with trainer.logger tensorboard.
         `callback(trainer, row)` after each iteration; returning True stops early."""
-        from tqdm.auto import tqdm
+        # Plain-text tqdm, not tqdm.auto: in Jupyter that one wants ipywidgets (left out, so
+        # that the static book fetches no widget script) and warns "IProgress not found".
+        from tqdm import tqdm
 
         iterations = self.config.trainer.iterations if iterations is None else int(iterations)
         if iterations < 0:
