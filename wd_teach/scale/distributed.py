@@ -291,7 +291,7 @@ def average_metrics(row: dict, device: torch.device | str | None = None) -> dict
     return out
 
 
-def _average_row(trainer: Trainer, row: dict) -> None:
+def average_row(trainer: Trainer, row: dict) -> None:
     """The train() callback: the row (the history's last) averaged over the ranks."""
     row.update(average_metrics(row, trainer.device))
 
@@ -349,7 +349,7 @@ def train_rank(rank: int, world_size: int, config: dict, iterations: int | None 
     ranks; only rank 0 shows progress and writes checkpoints into `out`."""
     trainer = rank_trainer(rank, config)
     trainer.train(iterations, progress=progress and rank == 0, profile=profile,
-                  out=out if rank == 0 else None, callback=_average_row)
+                  out=out if rank == 0 else None, callback=average_row)
     return RankResult(rank, trainer.seed, trainer.history, policy_weights(trainer),
                       str(trainer.wrapper.store[trainer.wrapper.store.names[0]].device))
 
