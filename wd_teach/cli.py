@@ -9,6 +9,8 @@
                                path) with its default config; metrics, a learning curve and
                                checkpoints go to --out; --gpus N trains on N GPUs, one
                                process each, the gradients averaged (wd_teach.scale.distributed);
+                               started by torchrun (`torchrun --nproc-per-node N -m wd_teach
+                               train ENV`, one or several machines) each process is one rank;
                                --envs auto: as many envs as fit the GPU (wd_teach.scale.autoscale);
                                a folder that holds a run is never overwritten (--force
                                replaces it; --resume goes on from it); --logger tensorboard
@@ -89,6 +91,7 @@ def _train(args: argparse.Namespace) -> int:
     from wd_teach.train.trainer import Trainer
 
     _check_iterations(args.iterations)
+    place = _launched(args)
     if args.resume:
         return _resume(args)
     overrides: dict = {}
@@ -105,6 +108,8 @@ def _train(args: argparse.Namespace) -> int:
                          overrides={"env": {"name": args.env}, **overrides}, sets=args.set)
     # runs/<the env folder's name>: an env given as a path must not put its runs in itself
     out = Path(args.out or Path("runs") / Path(args.env).name)
+    if place is not None:
+        return _train_launched(args, config, out, place)
     check_run_folder(out, args.env, force=args.force)
     if args.envs == "auto":
         config = load_config(config, overrides={"env": {"num_envs": _auto_envs(args)}})
@@ -217,22 +222,90 @@ def _print_evaluation(trainer) -> None:
 
 def _train_data_parallel(args: argparse.Namespace, config, out: Path) -> int:
     """--gpus N: N processes, one GPU each (wd_teach.scale.distributed); rank 0 writes."""
-    from wd_teach.files import write_text
     from wd_teach.scale.distributed import check_world_size, train_data_parallel
-    from wd_teach.train.runs import clear_run_folder
 
     check_world_size(args.gpus, gpu=True)
-    if args.force:
-        clear_run_folder(out)
-    write_text(out / "config.yaml", config.to_yaml())
-    print(f"{config.env.name}, {config.algorithm_name}: {args.gpus} GPUs x "
-          f"{config.env.num_envs} envs, seeds {config.trainer.seed} to "
-          f"{config.trainer.seed + args.gpus - 1}; writing to {out}/")
-    _tensorboard_hint(config, out)
+    _open_data_parallel_run(args, config, out, args.gpus, "GPUs")
     history = train_data_parallel(config, args.gpus, args.iterations, out=out, gpu=True,
                                   progress=not args.quiet, profile=args.profile)
     _write_results(history, config, list(config.policies), out, args.profile)
     return 0
+
+
+def _launched(args: argparse.Namespace):
+    """Started by torchrun (or a launcher that sets its variables) as one of several
+    processes: this process's place (wd_teach.scale.distributed.launched_place), the flags
+    that cannot go with it refused; None for a process that trains alone."""
+    from wd_teach.errors import TrainError
+    from wd_teach.scale.distributed import launched_place
+
+    place = launched_place()
+    if place is None:
+        return None
+    several = place.world_size > 1
+    given = {"--gpus": (args.gpus != 1, "torchrun already started the processes; its "
+                        "--nproc-per-node says how many on each machine, one GPU each"),
+             "--resume": (several and args.resume is not None, "a checkpoint holds one "
+                          "process's envs, so it goes on in one process, without torchrun"),
+             "--envs auto": (several and args.envs == "auto", "give every rank the same "
+                             "--envs N (measure it once with `wd-teach train ENV --envs "
+                             "auto` in one process)")}
+    refused = [f"{flag} ({why})" for flag, (is_given, why) in given.items() if is_given]
+    if refused:
+        raise TrainError(f"this process was started by torchrun as rank {place.rank} of "
+                         f"{place.world_size}, so it does not take {'; '.join(refused)}.")
+    return place if several else None
+
+
+def _train_launched(args: argparse.Namespace, config, out: Path, place) -> int:
+    """Under torchrun: this process is one rank (wd_teach.scale.distributed). Rank 0 checks
+    and writes the run folder, and its refusal stops every rank; each rank ends with a line
+    of its seed and its weights' checksum, the same on every rank."""
+    from wd_teach.device import gpu_available
+    from wd_teach.scale.distributed import (
+        check_local_gpus,
+        process_group,
+        rank_zero_decides,
+        train_rank,
+    )
+
+    gpu = gpu_available() and config.env.backend != "numpy"  # the NumPy env runs on the CPU
+    check_local_gpus(place, gpu)
+    with process_group(place, gpu):
+        rank_zero_decides(_open_launched_run, args, config, out, place.world_size,
+                          "GPUs" if gpu else "processes")
+        result = train_rank(place.rank, place.world_size, config.to_dict(), args.iterations,
+                            out, not args.quiet, args.profile)
+        print(f"rank {place.rank} of {place.world_size}: seed {result.seed}, envs on "
+              f"{result.device}, weights {result.checksum}", flush=True)
+        if place.rank == 0:
+            _write_results(result.history, config, list(config.policies), out, args.profile)
+    return 0
+
+
+def _open_launched_run(args: argparse.Namespace, config, out: Path, ranks: int,
+                       unit: str) -> None:
+    """Rank 0's checks and first writes under torchrun (the other ranks write nothing)."""
+    from wd_teach.train.runs import check_run_folder
+
+    check_run_folder(out, args.env, force=args.force)
+    _open_data_parallel_run(args, config, out, ranks, unit)
+
+
+def _open_data_parallel_run(args: argparse.Namespace, config, out: Path, ranks: int,
+                            unit: str) -> None:
+    """A data-parallel run's folder, started by the process that writes it: the config
+    (with --force, the old run's files deleted first) and a line of what runs where."""
+    from wd_teach.files import write_text
+    from wd_teach.train.runs import clear_run_folder
+
+    if args.force:
+        clear_run_folder(out)
+    write_text(out / "config.yaml", config.to_yaml())
+    print(f"{config.env.name}, {config.algorithm_name}: {ranks} {unit} x "
+          f"{config.env.num_envs} envs, seeds {config.trainer.seed} to "
+          f"{config.trainer.seed + ranks - 1}; writing to {out}/", flush=True)
+    _tensorboard_hint(config, out)
 
 
 def _tensorboard_hint(config, out: Path) -> None:
@@ -343,8 +416,9 @@ def main(argv: list[str] | None = None) -> int:
                             "first (only a run's files), so the two runs are never mixed")
     train.add_argument("--seed", type=int)
     train.add_argument("--gpus", type=int, default=1, metavar="N",
-                       help="train on N GPUs, one process each, the gradients averaged "
-                            "(default 1)")
+                       help="train on N GPUs of this machine, one process each, the "
+                            "gradients averaged (default 1). On several machines, start "
+                            "`torchrun --nproc-per-node N -m wd_teach train ENV` instead")
     train.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="change one setting, e.g. --set trainer.lr=1e-3 (repeatable)")
     train.add_argument("--profile", action="store_true",

@@ -1,29 +1,41 @@
 """Data-parallel training: one process per GPU, the gradients averaged over them.
 
 One GPU already steps thousands of environments; a second GPU steps as many again. Each
-process (a *rank*, numbered 0 to world_size - 1) owns one GPU, `cuda:rank`, and builds its
-own Trainer: its own environments, seeded `trainer.seed + rank` so that the ranks see
-different experience, its own rollouts, which never leave that GPU. The ranks start from
-the same weights (rank 0's, broadcast) and keep them the same: after every backward pass
-the gradients are averaged over the ranks (one all-reduce) before the optimiser's step, so
-every rank takes the same step from the same weights. Per step, only the gradients travel
-between the GPUs; the environments and the experience stay where they are.
+process (a *rank*, numbered 0 to world_size - 1 over every machine) owns one GPU,
+`cuda:local_rank` (its number on its own machine), and builds its own Trainer: its own
+environments, seeded `trainer.seed + rank` so that the ranks see different experience, its
+own rollouts, which never leave that GPU. The ranks start from the same weights (rank 0's,
+broadcast) and keep them the same: after every backward pass the gradients are averaged
+over the ranks (one all-reduce) before the optimiser's step, so every rank takes the same
+step from the same weights. Per step, only the gradients travel between the GPUs; the
+environments and the experience stay where they are.
 
     history = train_data_parallel("cartpole", world_size=2, iterations=50, out="runs/dp")
     result = scaling_efficiency("tag_continuous", gpus=(1, 2), iterations=20,
                                 out="runs/scaling.json")
 
-or from the shell: `wd-teach train cartpole --gpus 2`. `world_size=1` is the plain,
-one-process Trainer.
+or from the shell, on one machine: `wd-teach train cartpole --gpus 2` (this module starts
+the processes, `spawn_ranks`); on one or several machines, PyTorch's own launcher starts
+them and `wd-teach train` reads where it is from torchrun's variables (`launched_place`):
 
-What each process does, in order (`spawn_ranks` starts them; steps 3 and 4 are `train_rank`):
+    torchrun --nproc-per-node 2 -m wd_teach train cartpole                  # one machine
+    torchrun --nnodes 2 --node-rank 0 --nproc-per-node 8 \
+             --master-addr HOST0 --master-port 29500 -m wd_teach train cartpole  # on HOST0
+    (the same with --node-rank 1 on the second machine)
 
-1. `torch.cuda.set_device(rank)`, before anything touches the GPU. Every layer below
-   follows the current device: the DataStore puts its arrays on "cuda" (the current one),
-   PyCUDA retains the primary context of `torch.cuda.current_device()` (wd_teach/cuda_c.py),
-   and Numba takes the context that is current on the thread, which torch made current.
-2. Join the process group: NCCL between GPUs, gloo between CPU processes. The address of
-   rank 0 is MASTER_ADDR:MASTER_PORT, a free port on this machine.
+`world_size=1` is the plain, one-process Trainer.
+
+What each process does, in order (`process_group` does steps 1 and 2 for both launchers;
+`train_rank` steps 3 and 4):
+
+1. `torch.cuda.set_device(local_rank)`, before anything touches the GPU (`use_device`).
+   Every layer below follows the current device: the DataStore puts its arrays on "cuda"
+   (the current one), PyCUDA retains the primary context of `torch.cuda.current_device()`
+   (wd_teach/cuda_c.py), and Numba takes the context that is current on the thread, which
+   torch made current.
+2. Join the process group: NCCL between GPUs, gloo between CPU processes. Rank 0 waits at
+   MASTER_ADDR:MASTER_PORT: a free port of this machine under `spawn_ranks`, what torchrun
+   was given (--master-addr, or its rendezvous) under torchrun.
 3. Build the Trainer with seed + rank, then `make_data_parallel`: broadcast rank 0's
    weights, and set every learner's `reduce` hook to `average_gradients`.
    (`finish_step` in wd_teach/train/algorithms/common.py calls `reduce(parameters)` between
@@ -35,24 +47,27 @@ What each process does, in order (`spawn_ranks` starts them; steps 3 and 4 are `
 
 Each rank runs as many environments as a one-GPU run: two GPUs make twice the experience
 per iteration in about the time of one (weak scaling). `scaling_efficiency` measures how
-close to twice: the target is 1.8x the env-steps per second of one GPU at two.
+close to twice: the target is 1.8x the env-steps per second of one GPU at two
+(bench/scaling_gpus.py measures it for the plain Trainer and for Lightning).
 
 With PyTorch Lightning: `Trainer(strategy="ddp", devices=N)` starts the processes and joins
-the process group itself. Its DistributedDataParallel wrapper syncs gradients in hooks that
+the process group itself (`make_lightning_trainer(module, devices=N)` in
+wd_teach.train.lightning). Its DistributedDataParallel wrapper syncs gradients in hooks that
 expect one backward pass per forward; an RL update makes many (PPO: epochs x minibatches
-per training_step), so leave the wrapper's syncing aside and do what `make_data_parallel`
-does, in `on_train_start` of wd_teach.train.lightning.TrainingModule: `make_data_parallel(self.run)`
-(not tested here; this module's path is).
+per training_step), so TrainingModule leaves the wrapper's syncing off (`no_sync` for the
+whole fit) and does what `make_data_parallel` does, in `on_train_start`.
 """
 
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 import math
 import os
 import socket
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,7 +76,7 @@ import torch.distributed as dist
 from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 
 from wd_teach.device import gpu_available
-from wd_teach.errors import MissingPieceError, TrainError
+from wd_teach.errors import MissingPieceError, TrainError, WdTeachError
 from wd_teach.train.config import load_config
 from wd_teach.train.trainer import Trainer
 
@@ -97,6 +112,116 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+
+# -- where a process sits: torchrun's variables, or the ones spawn_ranks gives ---------------
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where one process sits among all of them: `rank` over every machine (it picks the
+    seed; rank 0 writes), `local_rank` on its own machine (it picks the GPU,
+    cuda:local_rank), and how many processes there are in all and on this machine."""
+
+    rank: int
+    local_rank: int
+    world_size: int
+    local_world_size: int
+
+
+#: How a process started by torchrun learns its place (torch.distributed.run sets them all).
+LAUNCH_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+                    "MASTER_PORT")
+TORCHRUN_HINT = ("Start it with torchrun, which sets RANK, LOCAL_RANK, WORLD_SIZE, "
+                 "LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT for each process, e.g. "
+                 "`torchrun --nproc-per-node 2 -m wd_teach train cartpole`; or unset "
+                 "WORLD_SIZE and RANK for a run in one process.")
+
+
+def launched_place(environ=None) -> Place | None:
+    """This process's place when a launcher started it (torchrun, or any launcher that sets
+    torchrun's variables, LAUNCH_VARIABLES); None for a plain process (neither WORLD_SIZE
+    nor RANK set). A partial or inconsistent set is refused, saying what is wrong, before
+    anything waits for the other processes."""
+    env = os.environ if environ is None else environ
+    if "WORLD_SIZE" not in env and "RANK" not in env:
+        return None
+    shown = ", ".join(f"{k}={env[k]}" for k in LAUNCH_VARIABLES if k in env)
+    missing = [k for k in LAUNCH_VARIABLES if k != "LOCAL_WORLD_SIZE" and k not in env]
+    if missing:
+        raise TrainError(f"this process was started as one of several ({shown}), but "
+                         f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not "
+                         f"set. {TORCHRUN_HINT}")
+    numbers = {}
+    for key in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_PORT"):
+        text = env.get(key, env["WORLD_SIZE"] if key == "LOCAL_WORLD_SIZE" else None)
+        try:
+            numbers[key] = int(text)
+        except ValueError:
+            raise TrainError(f"{key}={text!r} is not a whole number ({shown}). "
+                             f"{TORCHRUN_HINT}") from None
+    rank, local, world, local_world = (numbers[k] for k in LAUNCH_VARIABLES[:4])
+    if not (0 <= rank < world and 0 <= local < local_world <= world):
+        raise TrainError(f"the launch variables do not fit together ({shown}): it takes "
+                         "0 <= RANK < WORLD_SIZE and 0 <= LOCAL_RANK < LOCAL_WORLD_SIZE <= "
+                         f"WORLD_SIZE. {TORCHRUN_HINT}")
+    if not 0 < numbers["MASTER_PORT"] < 65536:
+        raise TrainError(f"MASTER_PORT={numbers['MASTER_PORT']} is not a TCP port (1 to "
+                         f"65535). {TORCHRUN_HINT}")
+    return Place(rank, local, world, local_world)
+
+
+def check_local_gpus(place: Place, gpu: bool) -> None:
+    """On a GPU, this machine must have one GPU for each of its processes (local ranks)."""
+    have = torch.cuda.device_count() if gpu else 0
+    if gpu and place.local_world_size > have:
+        raise MissingPieceError(
+            f"{place.local_world_size} processes were started on this machine "
+            f"(LOCAL_WORLD_SIZE={place.local_world_size}, torchrun's --nproc-per-node), one "
+            f"GPU each, but it sees {have} GPU{'s' if have != 1 else ''}"
+            f" (CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}). "
+            f"Give --nproc-per-node {have} or fewer on this machine.")
+
+
+def use_device(local_rank: int, gpu: bool, local_world_size: int = 1) -> None:
+    """Step 1 of a process: its GPU, `cuda:local_rank`, current before anything touches the
+    GPU; on the CPU, its share of the cores (unless OMP_NUM_THREADS says otherwise)."""
+    if gpu:
+        torch.cuda.set_device(local_rank)
+        torch.zeros(1, device="cuda")  # the context is now current: PyCUDA and Numba take it
+    elif "OMP_NUM_THREADS" not in os.environ:
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // local_world_size))
+
+
+@contextmanager
+def process_group(place: Place, gpu: bool):
+    """Steps 1 and 2 of a process, and leaving the group at the end: its device, then the
+    process group (NCCL on GPUs, gloo on the CPU) at MASTER_ADDR:MASTER_PORT."""
+    use_device(place.local_rank, gpu, place.local_world_size)
+    dist.init_process_group("nccl" if gpu else "gloo", rank=place.rank,
+                            world_size=place.world_size)
+    try:
+        yield place
+    finally:
+        dist.destroy_process_group()
+
+
+def rank_zero_decides(fn, *args) -> None:
+    """Run `fn(*args)` on rank 0 alone (the checks and writes only rank 0 makes, such as its
+    run folder's) and hand its refusal to every rank: a WdTeachError raised on rank 0 is
+    raised on every rank with the same message, so all stop together, instead of the others
+    waiting for rank 0 until a timeout."""
+    refusal = [None]
+    if dist.get_rank() == 0:
+        try:
+            fn(*args)
+        except WdTeachError as err:
+            refusal = [(type(err), str(err))]
+    dist.broadcast_object_list(refusal, src=0)
+    if refusal[0] is not None:
+        kind, message = refusal[0]
+        raise kind(message)
 
 
 # -- the pieces a rank uses -------------------------------------------------------------------
@@ -166,7 +291,7 @@ def average_metrics(row: dict, device: torch.device | str | None = None) -> dict
     return out
 
 
-def _average_row(trainer: Trainer, row: dict) -> None:
+def average_row(trainer: Trainer, row: dict) -> None:
     """The train() callback: the row (the history's last) averaged over the ranks."""
     row.update(average_metrics(row, trainer.device))
 
@@ -177,28 +302,55 @@ def _average_row(trainer: Trainer, row: dict) -> None:
 @dataclass
 class RankResult:
     """What a rank hands back: the history (averaged over the ranks, so the same on each),
-    its final weights on the CPU, and where its envs' arrays lived."""
+    its seed, its final weights on the CPU, and where its envs' arrays lived."""
 
     rank: int
+    seed: int
     history: list[dict]
     weights: dict[str, dict[str, torch.Tensor]]
     device: str
+
+    @property
+    def checksum(self) -> str:
+        return weights_checksum(self.weights)
+
+
+def policy_weights(trainer: Trainer) -> dict[str, dict[str, torch.Tensor]]:
+    """Every policy's weights, copied to the CPU."""
+    return {name: {k: v.detach().cpu().clone() for k, v in policy.state_dict().items()}
+            for name, policy in trainer.policies.items()}
+
+
+def weights_checksum(weights: dict[str, dict[str, torch.Tensor]]) -> str:
+    """A short fingerprint of the weights (SHA-256 of every tensor's bytes, in name order):
+    ranks that print the same one hold the same weights, bit for bit."""
+    digest = hashlib.sha256()
+    for name in sorted(weights):
+        for key in sorted(weights[name]):
+            digest.update(f"{name}.{key}".encode())
+            digest.update(weights[name][key].detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+def rank_trainer(rank: int, config: dict) -> Trainer:
+    """Step 3: this rank's Trainer, seeded `trainer.seed + rank`, made data parallel (the
+    process group joined). Rank 0 writes the run's files, its TensorBoard events too; the
+    others only train."""
+    seed = config["trainer"]["seed"] + rank
+    trainer = Trainer(config, sets=[f"trainer.seed={seed}"], logger=None if rank == 0 else "csv")
+    return make_data_parallel(trainer)
 
 
 def train_rank(rank: int, world_size: int, config: dict, iterations: int | None = None,
                out: str | Path | None = None, progress: bool = True,
                profile: bool = False) -> RankResult:
-    """The work of one rank (run by `spawn_ranks`, the process group joined): a Trainer
-    seeded `trainer.seed + rank`, made data parallel, trained `iterations`."""
-    seed = config["trainer"]["seed"] + rank
-    # Rank 0 writes the run's files, its TensorBoard events too; the others only train.
-    trainer = Trainer(config, sets=[f"trainer.seed={seed}"], logger=None if rank == 0 else "csv")
-    make_data_parallel(trainer)
+    """The work of one rank (the process group joined, by `spawn_ranks` or under torchrun
+    by `process_group`): `rank_trainer`, trained `iterations`, the rows averaged over the
+    ranks; only rank 0 shows progress and writes checkpoints into `out`."""
+    trainer = rank_trainer(rank, config)
     trainer.train(iterations, progress=progress and rank == 0, profile=profile,
-                  out=out if rank == 0 else None, callback=_average_row)
-    weights = {name: {k: v.detach().cpu().clone() for k, v in policy.state_dict().items()}
-               for name, policy in trainer.policies.items()}
-    return RankResult(rank, trainer.history, weights,
+                  out=out if rank == 0 else None, callback=average_row)
+    return RankResult(rank, trainer.seed, trainer.history, policy_weights(trainer),
                       str(trainer.wrapper.store[trainer.wrapper.store.names[0]].device))
 
 
@@ -221,16 +373,8 @@ def _rank_main(rank, world_size, port, gpu, folder, fn, args) -> None:
     (a file, not a pipe: a pipe would fill up and block the exit)."""
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
-    if gpu:
-        torch.cuda.set_device(rank)
-        torch.zeros(1, device="cuda")  # the context is now current: PyCUDA and Numba take it
-    else:
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))  # share the cores
-    dist.init_process_group("nccl" if gpu else "gloo", rank=rank, world_size=world_size)
-    try:
+    with process_group(Place(rank, rank, world_size, world_size), gpu):
         torch.save(fn(rank, world_size, *args), Path(folder) / f"rank{rank}.pt")
-    finally:
-        dist.destroy_process_group()
 
 
 # -- the entries --------------------------------------------------------------------------------

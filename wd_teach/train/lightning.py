@@ -15,7 +15,11 @@ What Lightning adds: `self.log_dict` (its loggers: CSV, and TensorBoard with
 `logger="tensorboard"`), callbacks (ModelCheckpoint,
 and any of yours), its checkpoint files (the module's weights and optimisers, plus the
 whole wd_teach state in `on_save_checkpoint`, so that `load_lightning_checkpoint` and a
-new fit go on exactly), the device it runs on. What it costs: a little Python per iteration, which
+new fit go on exactly), the device it runs on, and several GPUs: with
+`make_lightning_trainer(module, devices=2)` Lightning's DDP strategy starts one process per
+GPU (it runs the script again for each) and each process's module trains its own envs,
+seeded `trainer.seed + rank`, the gradients averaged by wd_teach.scale.distributed (see
+`setup` and `on_train_start`). What it costs: a little Python per iteration, which
 `measure_overhead` measures against the plain Trainer on the same config.
 
 Lightning is imported as `lightning.pytorch`, or under its older name `pytorch_lightning`
@@ -24,7 +28,9 @@ where only that is installed: the API used here is the same in both.
 
 from __future__ import annotations
 
+import os
 import time
+from contextlib import nullcontext
 from functools import partial
 
 import torch
@@ -35,6 +41,8 @@ try:
 except ImportError:  # the older package name, same API
     import pytorch_lightning as pl
 
+from wd_teach.device import gpu_available
+from wd_teach.errors import TrainError
 from wd_teach.train.logger import tensorboard_folder
 from wd_teach.train.trainer import Trainer
 
@@ -63,15 +71,46 @@ class TrainingModule(pl.LightningModule):
                  gpu: bool | None = None, profile: bool = False, logger: str | None = None,
                  step_hooks: bool = False):
         super().__init__()
-        self.run = Trainer(config, overrides=overrides, sets=sets, gpu=gpu, logger=logger)
-        self.policies = torch.nn.ModuleDict(self.run.policies)  # Lightning sees the weights
+        self._arguments = {"config": config, "overrides": overrides, "sets": list(sets),
+                           "gpu": gpu, "logger": logger}
+        _use_launched_gpu(gpu)
+        self._build()
         self.profile = profile
         self.step_hooks = step_hooks
         self.iterations = self.run.config.trainer.iterations  # one epoch of this many steps
         self.automatic_optimization = False  # RL updates: the learners step themselves
+        self._ranked = False  # set once this process's rank has its own run (setup)
+
+    def _build(self, seed_offset: int = 0) -> None:
+        """The wd_teach Trainer (`self.run`), its seed moved by `seed_offset` (a rank's)."""
+        arguments = dict(self._arguments)
+        if seed_offset:
+            seed = self.run.seed + seed_offset
+            arguments["sets"] = [*arguments["sets"], f"trainer.seed={seed}"]
+        self.run = Trainer(**arguments)
+        self.policies = torch.nn.ModuleDict(self.run.policies)  # Lightning sees the weights
         self._slots = [(learner, name) for learner in self.run.learners.values()
                        for name in learner.optimizer_names]
         self._counter = StepCounter([getattr(learner, name) for learner, name in self._slots])
+
+    def setup(self, stage: str) -> None:
+        """Under Lightning's DDP (several processes, the process group joined, this
+        process's device set): a rank other than 0 builds its own run again, seeded
+        `trainer.seed + rank`, so that the ranks see different experience. (The script
+        that built the module cannot know its rank: Lightning gives it only now.)"""
+        if self.trainer.world_size == 1 or self._ranked:
+            return
+        if self.run.iteration:
+            raise TrainError(f"this module has trained {self.run.iteration} iterations (or "
+                             "was loaded from a checkpoint), which hold one process's envs: "
+                             "a fit on several devices starts a fresh module.")
+        here = self.trainer.strategy.root_device
+        if self.global_rank != 0 or next(self.policies.parameters()).device != here:
+            from wd_teach.scale.distributed import use_device
+
+            use_device(self.local_rank, here.type == "cuda")
+            self._build(seed_offset=self.global_rank)
+        self._ranked = True
 
     def configure_optimizers(self):
         """The learners' own optimisers, so Lightning checkpoints and wraps them."""
@@ -84,9 +123,18 @@ class TrainingModule(pl.LightningModule):
         Lightning how many steps were taken. With several devices or a precision plugin
         (which must see every backward pass), or `step_hooks=True` (callbacks that hook
         into every backward and step), the learners get Lightning's wrapped optimisers and
-        `manual_backward` instead, and the update runs step by step."""
+        `manual_backward` instead, and the update runs step by step.
+
+        On several devices the gradients are also averaged over the ranks, the way
+        wd_teach.scale.distributed does it (`make_data_parallel`: rank 0's weights
+        everywhere, each learner's `reduce` hook); `training_step` keeps the DDP wrapper's
+        own sync off."""
         self.handed_over = self.step_hooks or not _lightning_adds_nothing(self.trainer)
         self._counter.clear()
+        if self.trainer.world_size > 1:
+            from wd_teach.scale.distributed import make_data_parallel
+
+            make_data_parallel(self.run)
         if not self.handed_over:
             return
         for (learner, name), optimizer in zip(self._slots, self._lightning_optimizers(),
@@ -95,11 +143,13 @@ class TrainingModule(pl.LightningModule):
             learner.backward = self.manual_backward
 
     def on_train_end(self) -> None:
-        """Give the learners their plain optimisers back: the run goes on without Lightning."""
+        """Give the learners their plain optimisers back: the run goes on without Lightning
+        (and, on several devices, in this process alone)."""
         for learner, name in self._slots:
             optimizer = getattr(learner, name)
             setattr(learner, name, getattr(optimizer, "optimizer", optimizer))
             learner.backward = None
+            learner.reduce = None
 
     def _lightning_optimizers(self) -> list:
         wrapped = self.optimizers()
@@ -125,9 +175,21 @@ class TrainingModule(pl.LightningModule):
         (the plain Trainer's TensorBoard log steps the same way); the returns also go
         through `self.log`, for the progress bar and for callbacks (trainer.callback_metrics).
         Only they: `self.log` costs Lightning some half a millisecond of Python per metric
-        and step, more than a CartPole iteration's update takes on a GPU."""
+        and step, more than a CartPole iteration's update takes on a GPU.
+
+        On several devices the DDP wrapper's gradient sync is blocked for the step: its
+        hooks expect one backward pass per forward and every parameter in each, and an
+        update makes many passes (PPO: epochs x minibatches), each of one policy; the
+        learners' `reduce` hook averages each pass's gradients instead. The row is then
+        averaged over the ranks, env steps summed, as a data-parallel Trainer's is."""
         replays = self.run.update_replays
-        row = self.run.iterate(profile=self.profile)
+        several = self.trainer.world_size > 1
+        with self.trainer.strategy.block_backward_sync() if several else nullcontext():
+            row = self.run.iterate(profile=self.profile)
+        if several:
+            from wd_teach.scale.distributed import average_row
+
+            average_row(self.run, row)
         if not self.handed_over:  # tell Lightning how many steps the learners took
             counts = self._counter.pull(replayed=self.run.update_replays > replays)
             for optimizer, steps in zip(self._lightning_optimizers(), counts, strict=True):
@@ -205,6 +267,17 @@ def _count_steps(optimizer, steps: int) -> None:
         optimizer._on_after_step()
 
 
+def _use_launched_gpu(gpu: bool | None) -> None:
+    """In a process that a launcher started as one of several on a GPU machine (Lightning's
+    DDP runs the script again with LOCAL_RANK and WORLD_SIZE set; torchrun sets them too),
+    its GPU, cuda:LOCAL_RANK, before the run puts anything on a GPU."""
+    several = int(os.environ.get("WORLD_SIZE", "1")) > 1
+    if several and "LOCAL_RANK" in os.environ and (gpu_available() if gpu is None else gpu):
+        from wd_teach.scale.distributed import use_device
+
+        use_device(int(os.environ["LOCAL_RANK"]), gpu=True)
+
+
 def _read_lightning_checkpoint(path) -> dict:
     """A checkpoint Lightning wrote (a pickle, its format), read with `weights_only=True`:
     torch's restricted unpickler, which builds tensors, numbers, strings and containers and
@@ -228,13 +301,20 @@ def _read_lightning_checkpoint(path) -> dict:
 
 
 def make_lightning_trainer(module: TrainingModule, iterations: int | None = None, *,
-                           out=None, callbacks=(), progress: bool = True, **options):
+                           out=None, callbacks=(), progress: bool = True, devices: int = 1,
+                           **options):
     """A Lightning Trainer that runs `iterations` training steps of `module` on the device
     its envs live on; with `out`, CSV logs (out/logs/) and a checkpoint at the end go there,
     and with the module's trainer.logger tensorboard, TensorBoard's event files
-    (out/tensorboard/)."""
+    (out/tensorboard/). `devices=N`: N processes (GPUs, or CPU processes joined by gloo),
+    Lightning's DDP strategy unless `strategy=` says otherwise; each rank runs all
+    `iterations` (no distributed sampler splits them)."""
+    from wd_teach.scale.distributed import check_world_size
+
     module.iterations = iterations = iterations or module.run.config.trainer.iterations
     cuda = module.run.device.type == "cuda"
+    check_world_size(devices, cuda)
+    options.setdefault("strategy", "ddp" if devices > 1 else "auto")
     callbacks = list(callbacks)
     events = tensorboard_folder(module.run.config.trainer.logger, out)  # checked first
     if out is not None:
@@ -243,8 +323,8 @@ def make_lightning_trainer(module: TrainingModule, iterations: int | None = None
     return pl.Trainer(
         # One epoch of `iterations` steps. (max_steps would count optimiser steps, and an
         # iteration of PPO takes many.)
-        accelerator="gpu" if cuda else "cpu", devices=1, max_epochs=1, callbacks=callbacks,
-        logger=_loggers(out, events),
+        accelerator="gpu" if cuda else "cpu", devices=devices, max_epochs=1,
+        callbacks=callbacks, logger=_loggers(out, events), use_distributed_sampler=False,
         enable_checkpointing=out is not None, enable_progress_bar=progress,
         enable_model_summary=False, log_every_n_steps=1, num_sanity_val_steps=0,
         **options)
