@@ -18,6 +18,7 @@ quoted between rows of one call.
 | a2c-tf32 | trainer.precision=tf32 |
 | ppo-bf16 | PPO, 4 epochs x 4 minibatches, 128 steps an iteration |
 | ppo-fp32 | the same PPO in fp32 |
+| *-shared | the same, with each policy's actor and critic sharing one ReLU body (two output layers): WarpDrive's FullyConnected model's shape, half the hidden-layer work of our default two networks |
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ SETTINGS = {
     "ppo-bf16": PPO,
     "ppo-fp32": [*PPO, "trainer.precision=fp32"],
 }
+#: WarpDrive's model shape: one ReLU body per policy, actor and critic output layers on it.
+SHARED = [f"policies.{name}.{key}" for name in ("taggers", "runners")
+          for key in ("shared=true", "activation=relu")]
+SETTINGS.update({f"{name}-shared": [*sets, *SHARED] for name, sets in list(SETTINGS.items())})
 #: WarpDrive 2.7.1 crashes above this many envs of 110 agents (its sampler's curand states).
 WARPDRIVE_MAX_ENVS = 500
 

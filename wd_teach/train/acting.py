@@ -94,10 +94,12 @@ class CategoricalActing(Acting):
         self.logits = []
         for group, policy in self.pairs:
             mine = group.take(obs, 1)
-            logits = policy.logits(mine)
+            if values is None:
+                logits = policy.logits(mine)
+            else:
+                logits, value = policy.actor_and_value(mine)
+                group.put(values, 1, value)
             group.put(self.sampler.probs, 1, policy.probabilities(logits))
-            if values is not None:
-                group.put(values, 1, policy.value(mine))
             self.logits.append(logits)
 
     def draw(self, actions, log_probs):
@@ -129,10 +131,13 @@ class GaussianActing(Acting):
     def forward(self, obs, values=None):
         for group, policy in self.pairs:
             mine = group.take(obs, 1)
-            group.put(self.mean, 1, policy.mean(mine))
+            if values is None:
+                mean = policy.mean(mine)
+            else:
+                mean, value = policy.actor_and_value(mine)
+                group.put(values, 1, value)
+            group.put(self.mean, 1, mean)
             group.put(self.log_std, 1, policy.log_std.expand(mine.shape[0], group.size, -1))
-            if values is not None:
-                group.put(values, 1, policy.value(mine))
 
     def draw(self, actions, log_probs):
         noise = torch.randn(self.mean.shape, generator=self.generator, device=self.device)

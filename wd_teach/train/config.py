@@ -45,6 +45,7 @@ from wd_teach.env import Env, registry
 from wd_teach.errors import ConfigError, EnvError
 from wd_teach.ranges import SEED_LIMIT, require_number, require_whole
 from wd_teach.train.logger import LOGGERS
+from wd_teach.train.policy import ACTIVATIONS
 from wd_teach.train.speed import PRECISIONS
 
 SECTIONS = ("env", "policies", "algorithm", "trainer")
@@ -84,6 +85,8 @@ class PolicySection:
     agents: str | list[int] = "all"  # all, a role the env names, 'first:stop', or a list
     hidden: tuple[int, ...] = (64, 64)  # the widths of the hidden layers
     lr: float | None = None  # None: trainer.lr
+    shared: bool = False  # one body of hidden layers for actor and critic, two output layers
+    activation: str | None = None  # tanh or relu; None: tanh (A2C, PPO), relu (DDPG)
 
 
 @dataclass(frozen=True)
@@ -228,6 +231,12 @@ def build(raw: dict) -> TrainConfig:
                               f"width, got {list(policy.hidden)}.")
         if policy.lr is not None:
             require_number(f"policies.{name}.lr", policy.lr, low=0, low_open=True)
+        if not isinstance(policy.shared, bool):
+            raise ConfigError(f"policies.{name}.shared must be true or false, got "
+                              f"{policy.shared!r}.")
+        if policy.activation not in (None, *ACTIVATIONS):
+            raise ConfigError(f"policies.{name}.activation must be one of "
+                              f"{', '.join(ACTIVATIONS)}, got {policy.activation!r}.")
     module.check_ranges(algorithm)
     return TrainConfig(env, policies, algorithm_name, algorithm, trainer)
 

@@ -15,8 +15,12 @@ Three kinds of policy, by the actions they make:
     DeterministicActorCritic continuous actions: an actor that gives one action, explored
                              around with OUNoise, and a critic Q(obs, action) (DDPG)
 
-Each has an actor and a critic of its own (no shared body): the two losses then never pull
-one set of weights two ways, and either network can change size on its own.
+By default each has an actor and a critic of its own (no shared body): the two losses then
+never pull one set of weights two ways, and either network can change size on its own. With
+`shared=True` (policies.NAME.shared in a config) the two share one body of hidden layers
+and differ only in their output layers, the shape of WarpDrive's FullyConnected model: one
+pass of the hidden layers instead of two, about half the policy's arithmetic and memory
+traffic, in the rollout and in the update.
 """
 
 from __future__ import annotations
@@ -161,22 +165,57 @@ class AlignedInput(nn.Linear):
         return F.linear(inputs, weight, self.bias)
 
 
-def mlp(sizes: Sequence[int], out: int, out_gain: float,
-        activation: type[nn.Module] = nn.Tanh) -> nn.Sequential:
-    """Hidden layers of `sizes` (the first is the input), each followed by `activation`,
-    then a linear output layer of `out` units. The first layer is an AlignedInput."""
+#: The hidden layers' activation, by name (policies.NAME.activation).
+ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
+
+
+def hidden_layers(sizes: Sequence[int], activation: type[nn.Module] = nn.Tanh) -> list[nn.Module]:
+    """Linear layers of `sizes` (the first is the input), each followed by `activation`.
+    The first layer is an AlignedInput."""
     layers: list[nn.Module] = []
     for n_in, n_out in zip(sizes[:-1], sizes[1:], strict=True):
         layers += [layer(n_in, n_out, kind=nn.Linear if layers else AlignedInput),
                    activation()]
-    layers.append(layer(sizes[-1], out, out_gain))
-    return nn.Sequential(*layers)
+    return layers
+
+
+def mlp(sizes: Sequence[int], out: int, out_gain: float,
+        activation: type[nn.Module] = nn.Tanh) -> nn.Sequential:
+    """Hidden layers of `sizes` (the first is the input), each followed by `activation`,
+    then a linear output layer of `out` units."""
+    return nn.Sequential(*hidden_layers(sizes, activation), layer(sizes[-1], out, out_gain))
+
+
+class ActorCritic(nn.Module):
+    """An actor with `actor_size` outputs and a critic with one, either as two networks of
+    their own or as one shared body with two output layers (`shared`)."""
+
+    def __init__(self, obs_size: int, actor_size: int, hidden: Sequence[int], *,
+                 shared: bool = False, activation: str = "tanh"):
+        super().__init__()
+        kind = ACTIVATIONS[activation]
+        if shared:
+            self.body = nn.Sequential(*hidden_layers([obs_size, *hidden], kind))
+            self.actor = layer(hidden[-1], actor_size, 0.01)
+            self.critic = layer(hidden[-1], 1, 1.0)
+        else:
+            self.body = nn.Identity()
+            self.actor = mlp([obs_size, *hidden], actor_size, out_gain=0.01, activation=kind)
+            self.critic = mlp([obs_size, *hidden], 1, out_gain=1.0, activation=kind)
+
+    def actor_and_value(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The actor's output and the state value, the shared body run once."""
+        features = self.body(obs)
+        return self.actor(features), self.critic(features).squeeze(-1)
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.critic(self.body(obs)).squeeze(-1)
 
 
 # -- discrete actions -------------------------------------------------------------------------
 
 
-class CategoricalActorCritic(nn.Module):
+class CategoricalActorCritic(ActorCritic):
     """Discrete actions in one or several heads, and a state value.
 
     The actor's output is every head's logits side by side; `probabilities` turns each
@@ -184,17 +223,14 @@ class CategoricalActorCritic(nn.Module):
     Small initial actor weights make the first actions almost uniform.
     """
 
-    def __init__(self, obs_size: int, num_actions: Sequence[int], hidden: Sequence[int]):
-        super().__init__()
-        self.num_actions = [int(n) for n in num_actions]
-        self.actor = mlp([obs_size, *hidden], sum(self.num_actions), out_gain=0.01)
-        self.critic = mlp([obs_size, *hidden], 1, out_gain=1.0)
-
-    def value(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.critic(obs).squeeze(-1)
+    def __init__(self, obs_size: int, num_actions: Sequence[int], hidden: Sequence[int],
+                 **body):
+        counts = [int(n) for n in num_actions]
+        super().__init__(obs_size, sum(counts), hidden, **body)
+        self.num_actions = counts
 
     def logits(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.actor(obs)
+        return self.actor(self.body(obs))
 
     def probabilities(self, logits: torch.Tensor) -> torch.Tensor:
         """Each head's softmax, side by side along the last axis."""
@@ -213,37 +249,33 @@ class CategoricalActorCritic(nn.Module):
 
     def evaluate(self, obs: torch.Tensor, actions: torch.Tensor):
         """(log-probability of `actions`, entropy, value): what the losses need."""
-        logits = self.logits(obs)
-        return self.log_prob(logits, actions), self.entropy(logits), self.value(obs)
+        logits, value = self.actor_and_value(obs)
+        return self.log_prob(logits, actions), self.entropy(logits), value
 
 
 # -- continuous actions -----------------------------------------------------------------------
 
 
-class GaussianActorCritic(nn.Module):
+class GaussianActorCritic(ActorCritic):
     """Continuous actions: a Normal(mean(obs), exp(log_std)) per action dimension, and a
     state value. The draw is not clipped here; the rollout clips what the env receives and
     keeps the draw itself, whose log-probability is what the losses need."""
 
     def __init__(self, obs_size: int, action_size: int, hidden: Sequence[int],
-                 log_std: float = 0.0):
-        super().__init__()
-        self.actor = mlp([obs_size, *hidden], action_size, out_gain=0.01)
-        self.critic = mlp([obs_size, *hidden], 1, out_gain=1.0)
+                 log_std: float = 0.0, **body):
+        super().__init__(obs_size, action_size, hidden, **body)
         self.log_std = nn.Parameter(torch.full((action_size,), float(log_std)))
 
-    def value(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.critic(obs).squeeze(-1)
-
     def mean(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.actor(obs)
+        return self.actor(self.body(obs))
 
     def evaluate(self, obs: torch.Tensor, actions: torch.Tensor):
         """(log-probability of `actions`, entropy, value), each summed over dimensions."""
-        mean, log_std = self.actor(obs), self.log_std.expand(actions.shape)
+        mean, value = self.actor_and_value(obs)
+        log_std = self.log_std.expand(actions.shape)
         log_prob = -0.5 * ((actions - mean) / log_std.exp()) ** 2 - log_std - LOG_SQRT_2PI
         entropy = (0.5 + LOG_SQRT_2PI + log_std).sum(-1)
-        return log_prob.sum(-1), entropy, self.value(obs)
+        return log_prob.sum(-1), entropy, value
 
 
 class DeterministicActorCritic(nn.Module):
@@ -301,15 +333,23 @@ def action_counts(space: spaces.Space) -> list[int]:
 
 
 def make_policy(kind: str, obs_size: int, action_space: spaces.Space,
-                hidden: Sequence[int], **options) -> nn.Module:
-    """The policy of `kind` ('stochastic' or 'deterministic') for one agent's spaces."""
+                hidden: Sequence[int], *, shared: bool = False,
+                activation: str | None = None, **options) -> nn.Module:
+    """The policy of `kind` ('stochastic' or 'deterministic') for one agent's spaces.
+    `shared`: one body for actor and critic; `activation`: the hidden layers' (None: tanh
+    for the stochastic policies, ReLU for DDPG's, as their authors used)."""
     if kind == "deterministic":
         if not isinstance(action_space, spaces.Box):
             raise ConfigError(f"DDPG needs continuous actions (a Box), but this environment's "
                               f"are {action_space}. Use algorithm.name: ppo or a2c.")
+        if shared or activation not in (None, "relu"):
+            raise ConfigError("DDPG's critic reads the action beside the observation, so it "
+                              "shares no body with the actor, and its layers are ReLU: leave "
+                              "policies.NAME.shared and .activation out with algorithm ddpg.")
         return DeterministicActorCritic(obs_size, int(np.prod(action_space.shape)), hidden,
                                         action_space.low, action_space.high)
+    body = {"shared": shared, "activation": activation or "tanh"}
     if isinstance(action_space, spaces.Box):
         return GaussianActorCritic(obs_size, int(np.prod(action_space.shape)), hidden,
-                                   **options)
-    return CategoricalActorCritic(obs_size, action_counts(action_space), hidden)
+                                   **options, **body)
+    return CategoricalActorCritic(obs_size, action_counts(action_space), hidden, **body)

@@ -119,7 +119,8 @@ class Trainer:
         for group in self.groups:
             spec = c.policies[group.name]
             policy = make_policy(can.policy, self.env.obs_size, self.env.action_space,
-                                 spec.hidden).to(self.device)
+                                 spec.hidden, shared=spec.shared,
+                                 activation=spec.activation).to(self.device)
             self.policies[group.name] = policy
             options = LearnerOptions(lr=spec.lr or c.trainer.lr, generator=self.generator,
                                      capturable=capturable,
