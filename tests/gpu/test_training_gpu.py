@@ -96,13 +96,13 @@ def test_lightning_module_on_the_gpu(tmp_path):
     trainer.fit(module)
     assert len(module.history) == 4
     assert next(module.parameters()).is_cuda
-    # the update ran as a recorded graph under Lightning too (first run, record, replays),
-    # and Lightning counted the replayed steps
-    assert module.run.update_replays == 3
-    c = module.run.config.algorithm
-    assert trainer.global_step == 4 * c.epochs * c.num_minibatches
     plain = Trainer("cartpole", gpu=True, sets=["env.num_envs=32", "trainer.steps=16"])
     plain.train(4, progress=False)
+    # the update ran as a recorded graph under Lightning as often as without it (first
+    # runs, a recording, replays), and Lightning counted the replayed steps too
+    assert module.run.update_replays == plain.update_replays > 0
+    c = module.run.config.algorithm
+    assert trainer.global_step == 4 * c.epochs * c.num_minibatches
     for want, got in zip(plain.policies["cart"].parameters(),
                          module.run.policies["cart"].parameters(), strict=True):
         torch.testing.assert_close(want, got)
