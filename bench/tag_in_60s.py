@@ -1,0 +1,103 @@
+"""Tag in a minute: how many runners do trained taggers tag, against random taggers, after
+each stretch of at most 60 s of training on one GPU?
+
+    python bench/tag_in_60s.py results/tag_in_60s.json                 # every candidate
+    python bench/tag_in_60s.py out.json --only shared-1000 --seconds 60
+
+Tag continuous as `envs/tag_continuous/config.yaml` plays it on a GPU (10 taggers, 100
+runners, each seeing its 10 nearest), trained with A2C through the same Trainer as the CLI.
+Every `--every` seconds of training the run is evaluated as bench/learning.py evaluates Tag:
+100 fresh games, the taggers' most probable actions against random runners, runners tagged
+per game, divided by what random taggers tag against random runners. The clock counts
+training only (the evaluations are not part of it; building the Trainer is reported apart).
+The table and the curve (a PNG beside the JSON) report; nothing here fails on a number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from wd_teach.train.trainer import Trainer
+
+EVAL_ENVS = 100
+SHARED = [f"policies.{name}.{key}" for name in ("taggers", "runners")
+          for key in ("shared=true", "activation=relu")]
+#: name: changes to the GPU config
+CANDIDATES = {
+    "default": [],
+    "shared-500": [*SHARED, "env.num_envs=500"],
+    "shared-1000": [*SHARED, "env.num_envs=1000"],
+}
+
+
+def tags(trainer: Trainer, **options) -> float:
+    return trainer.evaluate(num_envs=EVAL_ENVS, **options).metrics["tags_per_episode"]
+
+
+def run(name: str, seconds: float, every: float, seed: int) -> dict:
+    start = time.perf_counter()
+    trainer = Trainer("tag_continuous", sets=[*CANDIDATES[name], f"trainer.seed={seed}"])
+    built = time.perf_counter() - start
+    random_taggers = tags(trainer, random=("taggers", "runners"))
+    points = [{"seconds": 0.0, "iteration": 0, "ratio": tags(trainer, random=("runners",))
+               / random_taggers}]
+    trained = 0.0
+    while trained < seconds:
+        start = time.perf_counter()
+        while time.perf_counter() - start < min(every, seconds - trained):
+            trainer.train(1, progress=False)
+        torch.cuda.synchronize()
+        trained += time.perf_counter() - start
+        ratio = tags(trainer, random=("runners",)) / random_taggers
+        points.append({"seconds": trained, "iteration": trainer.iteration, "ratio": ratio})
+        print(f"{name} seed {seed}: {trained:5.1f} s, iteration {trainer.iteration:4d}, "
+              f"trained / random taggers {ratio:.2f}x", flush=True)
+    return {"candidate": name, "sets": CANDIDATES[name], "seed": seed, "build_seconds": built,
+            "num_envs": trainer.wrapper.num_envs, "random_taggers_tags": random_taggers,
+            "env_steps": trainer.env_steps, "points": points,
+            "final_ratio": points[-1]["ratio"], "target": 3.0}
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    from matplotlib import pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for row in rows:
+        ax.plot([p["seconds"] for p in row["points"]], [p["ratio"] for p in row["points"]],
+                marker=".", label=f"{row['candidate']} ({row['num_envs']} envs)")
+    ax.axhline(3.0, color="grey", linestyle="--", label="3x random taggers")
+    ax.set(xlabel="seconds of training", ylabel="tags: trained / random taggers",
+           title=f"Tag, 10 taggers + 100 runners, on {torch.cuda.get_device_name(0)}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--only", nargs="*", choices=list(CANDIDATES), default=list(CANDIDATES))
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--every", type=float, default=10.0)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        parser.error("this benchmark times training on a GPU; there is none here.")
+    rows = [run(name, args.seconds, args.every, args.seed) for name in args.only]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"device": torch.cuda.get_device_name(0), "rows": rows},
+                                   indent=1))
+    plot(rows, args.out.with_suffix(".png"))
+    print(f"\n{'candidate':<14} {'envs':>6} {'build s':>8} {'ratio at end':>13}")
+    for row in rows:
+        print(f"{row['candidate']:<14} {row['num_envs']:>6} {row['build_seconds']:8.1f} "
+              f"{row['final_ratio']:12.2f}x")
+
+
+if __name__ == "__main__":
+    main()
