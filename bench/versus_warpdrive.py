@@ -18,11 +18,10 @@ quoted between rows of one call.
 | a2c-tf32 | trainer.precision=tf32 |
 | ppo-bf16 | PPO, 4 epochs x 4 minibatches, 128 steps an iteration |
 | ppo-fp32 | the same PPO in fp32 |
-| *-shared | the same, each policy's actor and critic on one shared body (below) |
+| *-shared | the same, each policy's actor and critic sharing one ReLU body |
 
-A -shared setting gives each policy's actor and critic one ReLU body with two output layers
-on it: WarpDrive's FullyConnected model's shape, half the hidden-layer work of our default
-two networks. `wd_teach.scale.versus` reads the file back, tabulates and draws it.
+The `-shared` settings run WarpDrive's FullyConnected model's shape (one body, two output
+layers): half the hidden-layer work of our default, two networks per policy.
 """
 
 from __future__ import annotations
