@@ -33,6 +33,7 @@ import sys
 from pathlib import Path
 
 from wd_teach.scale.bench import machine, parse_counts, run_bench, versions, write_results
+from wd_teach.scale.versus import FORMAT, WARPDRIVE_MAX_ENVS, versus_table
 
 GAME = ["env.params.episode_length=500"]
 PPO = ["algorithm.name=ppo", "algorithm.epochs=4", "algorithm.num_minibatches=4",
@@ -48,8 +49,6 @@ SETTINGS = {
 SHARED = [f"policies.{name}.{key}" for name in ("taggers", "runners")
           for key in ("shared=true", "activation=relu")]
 SETTINGS.update({f"{name}-shared": [*sets, *SHARED] for name, sets in list(SETTINGS.items())})
-#: WarpDrive 2.7.1 crashes above this many envs of 110 agents (its sampler's curand states).
-WARPDRIVE_MAX_ENVS = 500
 
 
 def warpdrive(anchor: Path, num_envs: int) -> dict:
@@ -79,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
     if unknown:
         parser.error(f"unknown settings {unknown}; known: {', '.join(SETTINGS)}")
 
-    found = {"format": "wd-teach-versus-warpdrive/1", "device": machine(),
+    found = {"format": FORMAT, "device": machine(),
              "versions": versions(), "warpdrive": [], "rows": []}
 
     def save() -> None:
@@ -104,30 +103,7 @@ def main(argv: list[str] | None = None) -> None:
                       f"{row['error']}", flush=True)
                 save()
     print()
-    print(table(found))
-
-
-def table(found: dict) -> str:
-    """Markdown: one line per size, WarpDrive beside each of our settings and backends."""
-    theirs = {r["envs"]: r.get("env_steps_per_s_total") for r in found["warpdrive"]}
-    cols = sorted({(r["setting"], r["backend"]) for r in found["rows"]},
-                  key=lambda c: (list(SETTINGS).index(c[0]), c[1]))
-    rate = {(r["setting"], r["backend"], r["num_envs"]): r["env_steps_per_second"]
-            for r in found["rows"]}
-    head = ["envs", "WarpDrive 2.7.1"] + [f"{s} {b}" for s, b in cols]
-    lines = [f"GPU: {found['device'].get('name')}", "",
-             "| " + " | ".join(head) + " |", "|" + " ---: |" * len(head)]
-    for n in sorted({r["num_envs"] for r in found["rows"]} | set(theirs)):
-        base = theirs.get(n)
-        cells = [f"{n:,}", "-" if base is None else f"{base:,.0f}"]
-        for s, b in cols:
-            ours = rate.get((s, b, n))
-            cell = "-" if ours is None else f"{ours:,.0f}"
-            if ours is not None and base:
-                cell += f" ({ours / base:.1f}x)"
-            cells.append(cell)
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    print(versus_table(found))
 
 
 if __name__ == "__main__":

@@ -214,14 +214,21 @@ def plot_search(fit, columns: int = 4):
 def reference_results(path: str | Path = REFERENCE) -> dict:
     """Notebook 09's saved GPU results: from notebooks/data beside the notebook, or, on
     Colab (which opens the notebook alone), from the repository on GitHub."""
+    return saved_json(path, load_results, FORMAT, "wd-teach benchmark results")
+
+
+def saved_json(path: str | Path, load, form: str, what: str) -> dict:
+    """A results file beside the notebooks: `load(path)` where the file is (or off Colab,
+    where `load` says it is missing), else the same path under notebooks/ in the
+    repository on GitHub, checked to be of format `form`."""
     path = Path(path)
     if path.is_file() or not on_colab():
-        return load_results(path)
+        return load(path)
     url = f"{_raw_url()}/notebooks/{path.as_posix()}"
     with urllib.request.urlopen(url, timeout=30) as response:
         found = json.loads(response.read())
-    if found.get("format") != FORMAT:
-        raise BenchError(f"{url} is not wd-teach benchmark results ({FORMAT}).")
+    if not isinstance(found, dict) or found.get("format") != form:
+        raise BenchError(f"{url} is not {what} ({form}).")
     return found
 
 
