@@ -4,4 +4,5 @@ import sys
 
 from wd_teach.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # importing the module (as tools that walk a package do) runs nothing
+    sys.exit(main())
