@@ -27,8 +27,11 @@ def bench():
     return module
 
 
-def run_script(*arguments, timeout=400):
+def run_script(*arguments, timeout=400, gpus=True):
+    """The script in a fresh process; `gpus=False` hides this machine's GPUs from it."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    if not gpus:
+        env["CUDA_VISIBLE_DEVICES"] = ""
     return subprocess.run([sys.executable, str(SCRIPT), *arguments], env=env, text=True,
                           capture_output=True, timeout=timeout)
 
@@ -63,7 +66,7 @@ def test_the_tiny_cpu_run_trains_alike_on_one_and_two_ranks(tmp_path):
 
 
 def test_without_a_gpu_it_says_so_and_measures_nothing(tmp_path):
-    done = run_script("--out", str(tmp_path / "x.json"), timeout=120)
+    done = run_script("--out", str(tmp_path / "x.json"), timeout=120, gpus=False)
     assert done.returncode == 2
     assert "no GPU here" in done.stderr and "--device cpu" in done.stderr
     assert not (tmp_path / "x.json").exists()
