@@ -2,17 +2,21 @@
 `python -m wd_teach train` once per rank, on one "node" and on two (two torchrun launches on
 this machine, as two machines would run them). The ranks end with the same weights, those
 of rank 0's checkpoint and of the same training started by `spawn_ranks` (--gpus); their
-seeds differ; the env steps add up; only rank 0 writes. Bad launches are refused before any
-process waits for another."""
+seeds differ; the env steps add up; only rank 0 writes. Leaving the process group frees it,
+so that no gloo thread outlives it into the interpreter's exit. Bad launches are refused
+before any process waits for another."""
 
 import json
 import os
 import re
 import subprocess
 import sys
+import weakref
+from pathlib import Path
 
 import pytest
 import torch
+import torch.distributed as dist
 
 from wd_teach.cli import main
 from wd_teach.errors import MissingPieceError, TrainError
@@ -22,6 +26,8 @@ from wd_teach.scale.distributed import (
     free_port,
     launched_place,
     policy_weights,
+    process_group,
+    rank_trainer,
     rank_zero_decides,
     spawn_ranks,
     train_rank,
@@ -117,6 +123,27 @@ def test_two_nodes_on_one_machine(tmp_path):
     assert list(ranks(first)) == [0] and list(ranks(second)) == [1]  # one rank per node
     assert_one_run_of_two_ranks({**ranks(first), **ranks(second)}, out)
     assert "writing to" in first and "writing to" not in second
+
+
+def leave_a_group_an_optimiser_saw(rank):
+    """In a fresh interpreter: join a group of one, build a rank's trainer in it (its
+    optimisers import torch.distributed.nn, whose defaults bind the group), leave."""
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+    with process_group(Place(0, 0, 1, 1), gpu=False):
+        rank_trainer(0, config().to_dict())
+        group = weakref.ref(dist.group.WORLD)
+    assert group() is None, "something still holds the process group after it was left"
+    tasks = Path("/proc/self/task")  # Linux: every thread of this process, by name
+    if tasks.exists():
+        names = [(task / "comm").read_text().strip() for task in tasks.iterdir()]
+        assert not [name for name in names if "gloo" in name], names
+
+
+def test_leaving_the_group_ends_its_threads():
+    """A process group outliving process_group keeps gloo's threads running into the
+    interpreter's exit, where one still finishing the last all-reduce aborts the process
+    (under torchrun, the other nodes then wait for it). Leaving must free it."""
+    torch.multiprocessing.spawn(leave_a_group_an_optimiser_saw, nprocs=1, join=True)
 
 
 def refused_on_rank_zero(rank, world_size):
