@@ -11,6 +11,8 @@ import os
 import re
 import subprocess
 import sys
+import threading
+import time
 import weakref
 from pathlib import Path
 
@@ -45,6 +47,7 @@ RANK_LINE = re.compile(r"^rank (\d) of 2: seed (\d+), envs on (\S+), weights ([0
 LAUNCH = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
           "MASTER_PORT")
 TIMEOUT = 240
+STOP = 30  # seconds torchrun gets to stop its ranks
 
 
 def torchrun(*options, out):
@@ -57,15 +60,46 @@ def torchrun(*options, out):
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
-def finish(process) -> str:
+def stop(launch) -> None:
+    """SIGTERM: torchrun then stops its ranks (they run in sessions of their own, so a
+    SIGKILL to torchrun would leave them running, holding the pipe)."""
+    launch.terminate()
     try:
-        output, _ = process.communicate(timeout=TIMEOUT)
+        launch.wait(STOP)
     except subprocess.TimeoutExpired:
-        process.kill()
-        output, _ = process.communicate()
-        pytest.fail(f"torchrun did not finish in {TIMEOUT} s:\n{output}")
-    assert process.returncode == 0, output
-    return output
+        launch.kill()
+        launch.wait()
+
+
+def finish(*launches) -> list[str]:
+    """Each launch's output, once all have ended. Every pipe is read as it fills (a full
+    pipe would stop its launch), and a launch that fails stops the others at once: torchrun
+    agents wait for each other at their exit for 5 minutes, so the nodes of a failed rank
+    would otherwise wait out the test. A failure, or a launch still running after TIMEOUT,
+    fails the test with every launch's exit status and output."""
+    outputs = [[] for _ in launches]
+    readers = [threading.Thread(target=lines.extend, args=(launch.stdout,), daemon=True)
+               for launch, lines in zip(launches, outputs, strict=True)]
+    for reader in readers:
+        reader.start()
+    deadline = time.monotonic() + TIMEOUT
+    codes = [launch.poll() for launch in launches]
+    while None in codes and not any(codes) and time.monotonic() < deadline:
+        time.sleep(0.1)
+        codes = [launch.poll() for launch in launches]
+    for launch, code in zip(launches, codes, strict=True):
+        if code is None:
+            stop(launch)
+    for reader in readers:
+        reader.join(STOP)
+    texts = ["".join(lines) for lines in outputs]
+    if None in codes or any(codes):
+        why = "a launch failed" if any(codes) else f"a launch ran past {TIMEOUT} s"
+        pytest.fail(f"{why}:\n" + "\n".join(
+            f"--- launch {i}: exit status {launch.returncode}"
+            f"{' (stopped by the test)' if code is None else ''} ---\n{text}"
+            for i, (launch, code, text) in enumerate(zip(launches, codes, texts, strict=True))))
+    return texts
 
 
 def config():
@@ -105,7 +139,7 @@ def assert_one_run_of_two_ranks(seen, out):
 @pytest.mark.slow
 def test_two_processes_on_one_node(tmp_path):
     out = tmp_path / "run"
-    output = finish(torchrun("--standalone", "--nproc-per-node", "2", out=out))
+    (output,) = finish(torchrun("--standalone", "--nproc-per-node", "2", out=out))
     assert_one_run_of_two_ranks(ranks(output), out)
     assert output.count("writing to") == 1  # rank 0 alone starts the folder
     assert output.count("env steps; last iteration") == 1  # and writes the results
@@ -119,7 +153,7 @@ def test_two_nodes_on_one_machine(tmp_path):
     nodes = [torchrun("--nnodes", "2", "--node-rank", str(node), "--nproc-per-node", "1",
                       "--master-addr", "127.0.0.1", "--master-port", port, out=out)
              for node in (0, 1)]
-    first, second = (finish(node) for node in nodes)
+    first, second = finish(*nodes)
     assert list(ranks(first)) == [0] and list(ranks(second)) == [1]  # one rank per node
     assert_one_run_of_two_ranks({**ranks(first), **ranks(second)}, out)
     assert "writing to" in first and "writing to" not in second
