@@ -2,17 +2,23 @@
 `python -m wd_teach train` once per rank, on one "node" and on two (two torchrun launches on
 this machine, as two machines would run them). The ranks end with the same weights, those
 of rank 0's checkpoint and of the same training started by `spawn_ranks` (--gpus); their
-seeds differ; the env steps add up; only rank 0 writes. Bad launches are refused before any
-process waits for another."""
+seeds differ; the env steps add up; only rank 0 writes. Leaving the process group frees it,
+so that no gloo thread outlives it into the interpreter's exit. Bad launches are refused
+before any process waits for another."""
 
 import json
 import os
 import re
 import subprocess
 import sys
+import threading
+import time
+import weakref
+from pathlib import Path
 
 import pytest
 import torch
+import torch.distributed as dist
 
 from wd_teach.cli import main
 from wd_teach.errors import MissingPieceError, TrainError
@@ -22,6 +28,8 @@ from wd_teach.scale.distributed import (
     free_port,
     launched_place,
     policy_weights,
+    process_group,
+    rank_trainer,
     rank_zero_decides,
     spawn_ranks,
     train_rank,
@@ -39,6 +47,7 @@ RANK_LINE = re.compile(r"^rank (\d) of 2: seed (\d+), envs on (\S+), weights ([0
 LAUNCH = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
           "MASTER_PORT")
 TIMEOUT = 240
+STOP = 30  # seconds torchrun gets to stop its ranks
 
 
 def torchrun(*options, out):
@@ -51,15 +60,46 @@ def torchrun(*options, out):
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
-def finish(process) -> str:
+def stop(launch) -> None:
+    """SIGTERM: torchrun then stops its ranks (they run in sessions of their own, so a
+    SIGKILL to torchrun would leave them running, holding the pipe)."""
+    launch.terminate()
     try:
-        output, _ = process.communicate(timeout=TIMEOUT)
+        launch.wait(STOP)
     except subprocess.TimeoutExpired:
-        process.kill()
-        output, _ = process.communicate()
-        pytest.fail(f"torchrun did not finish in {TIMEOUT} s:\n{output}")
-    assert process.returncode == 0, output
-    return output
+        launch.kill()
+        launch.wait()
+
+
+def finish(*launches) -> list[str]:
+    """Each launch's output, once all have ended. Every pipe is read as it fills (a full
+    pipe would stop its launch), and a launch that fails stops the others at once: torchrun
+    agents wait for each other at their exit for 5 minutes, so the nodes of a failed rank
+    would otherwise wait out the test. A failure, or a launch still running after TIMEOUT,
+    fails the test with every launch's exit status and output."""
+    outputs = [[] for _ in launches]
+    readers = [threading.Thread(target=lines.extend, args=(launch.stdout,), daemon=True)
+               for launch, lines in zip(launches, outputs, strict=True)]
+    for reader in readers:
+        reader.start()
+    deadline = time.monotonic() + TIMEOUT
+    codes = [launch.poll() for launch in launches]
+    while None in codes and not any(codes) and time.monotonic() < deadline:
+        time.sleep(0.1)
+        codes = [launch.poll() for launch in launches]
+    for launch, code in zip(launches, codes, strict=True):
+        if code is None:
+            stop(launch)
+    for reader in readers:
+        reader.join(STOP)
+    texts = ["".join(lines) for lines in outputs]
+    if None in codes or any(codes):
+        why = "a launch failed" if any(codes) else f"a launch ran past {TIMEOUT} s"
+        pytest.fail(f"{why}:\n" + "\n".join(
+            f"--- launch {i}: exit status {launch.returncode}"
+            f"{' (stopped by the test)' if code is None else ''} ---\n{text}"
+            for i, (launch, code, text) in enumerate(zip(launches, codes, texts, strict=True))))
+    return texts
 
 
 def config():
@@ -99,7 +139,7 @@ def assert_one_run_of_two_ranks(seen, out):
 @pytest.mark.slow
 def test_two_processes_on_one_node(tmp_path):
     out = tmp_path / "run"
-    output = finish(torchrun("--standalone", "--nproc-per-node", "2", out=out))
+    (output,) = finish(torchrun("--standalone", "--nproc-per-node", "2", out=out))
     assert_one_run_of_two_ranks(ranks(output), out)
     assert output.count("writing to") == 1  # rank 0 alone starts the folder
     assert output.count("env steps; last iteration") == 1  # and writes the results
@@ -113,10 +153,31 @@ def test_two_nodes_on_one_machine(tmp_path):
     nodes = [torchrun("--nnodes", "2", "--node-rank", str(node), "--nproc-per-node", "1",
                       "--master-addr", "127.0.0.1", "--master-port", port, out=out)
              for node in (0, 1)]
-    first, second = (finish(node) for node in nodes)
+    first, second = finish(*nodes)
     assert list(ranks(first)) == [0] and list(ranks(second)) == [1]  # one rank per node
     assert_one_run_of_two_ranks({**ranks(first), **ranks(second)}, out)
     assert "writing to" in first and "writing to" not in second
+
+
+def leave_a_group_an_optimiser_saw(rank):
+    """In a fresh interpreter: join a group of one, build a rank's trainer in it (its
+    optimisers import torch.distributed.nn, whose defaults bind the group), leave."""
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+    with process_group(Place(0, 0, 1, 1), gpu=False):
+        rank_trainer(0, config().to_dict())
+        group = weakref.ref(dist.group.WORLD)
+    assert group() is None, "something still holds the process group after it was left"
+    tasks = Path("/proc/self/task")  # Linux: every thread of this process, by name
+    if tasks.exists():
+        names = [(task / "comm").read_text().strip() for task in tasks.iterdir()]
+        assert not [name for name in names if "gloo" in name], names
+
+
+def test_leaving_the_group_ends_its_threads():
+    """A process group outliving process_group keeps gloo's threads running into the
+    interpreter's exit, where one still finishing the last all-reduce aborts the process
+    (under torchrun, the other nodes then wait for it). Leaving must free it."""
+    torch.multiprocessing.spawn(leave_a_group_an_optimiser_saw, nprocs=1, join=True)
 
 
 def refused_on_rank_zero(rank, world_size):

@@ -197,7 +197,16 @@ def use_device(local_rank: int, gpu: bool, local_world_size: int = 1) -> None:
 @contextmanager
 def process_group(place: Place, gpu: bool):
     """Steps 1 and 2 of a process, and leaving the group at the end: its device, then the
-    process group (NCCL on GPUs, gloo on the CPU) at MASTER_ADDR:MASTER_PORT."""
+    process group (NCCL on GPUs, gloo on the CPU) at MASTER_ADDR:MASTER_PORT.
+
+    Leaving must free the group, so that its threads end here and not at the interpreter's
+    exit: a gloo thread still dropping the last all-reduce's tensors while Python shuts
+    down aborts the process (SIGABRT), and under torchrun the other nodes then wait for
+    it at their exit. torch.distributed.nn.functional binds the group as a default argument
+    when it is first imported, and building an optimiser imports it: imported while the
+    group exists, it would hold the group for good. Imported first, it binds none."""
+    import torch.distributed.nn.functional  # noqa: F401 (imported for its side effect)
+
     use_device(place.local_rank, gpu, place.local_world_size)
     dist.init_process_group("nccl" if gpu else "gloo", rank=place.rank,
                             world_size=place.world_size)
