@@ -32,6 +32,10 @@ CANDIDATES = {
     "default": [],
     "shared-500": [*SHARED, "env.num_envs=500"],
     "shared-1000": [*SHARED, "env.num_envs=1000"],
+    "shared-100": SHARED,
+    "lr-1e-2": ["trainer.lr=1e-2"],
+    "ppo-100": ["algorithm.name=ppo", "algorithm.epochs=4", "algorithm.num_minibatches=4",
+                "trainer.lr=1e-3"],
 }
 
 
