@@ -49,6 +49,8 @@ from pathlib import Path
 
 import torch
 
+from wd_teach.scale.scaling_results import FORMAT, scaling_table
+
 HERE = Path(__file__).resolve()
 RESULTS = HERE.parent / "results"
 ENV = "tag_continuous"
@@ -208,27 +210,6 @@ def add_speedups(rows: list[dict]) -> None:
             row["target_speedup"] = TARGET_SPEEDUP[row["gpus"]]
 
 
-def format_table(result: dict) -> str:
-    lines = [f"{result['env']} on {result['device']} ({result['gpus_here']} GPUs here), "
-             f"{result['iterations']} timed iterations after {result['warmup']} of warm-up",
-             f"{'trainer':<10} {'envs/GPU':>8} {'GPUs':>4} {'env steps/s':>13} "
-             f"{'speed-up':>8} {'efficiency':>10} {'target':>6} {'same weights':>12}"]
-    for row in result["rows"]:
-        head = f"{row['trainer']:<10} {row['envs_per_gpu']:>8,} {row['gpus']:>4}"
-        if "error" in row:
-            lines.append(f"{head}  FAILED: {row['error'].splitlines()[0]}")
-            continue
-        speedup = f"{row['speedup']:.2f}x" if row["gpus"] > 1 and "speedup" in row else "-"
-        efficiency = f"{row['efficiency']:.0%}" if row["gpus"] > 1 and "speedup" in row else "-"
-        target = f"{row['target_speedup']:.1f}x" if "target_speedup" in row else "-"
-        same = "yes" if row["weights_identical"] else "NO"
-        lines.append(f"{head} {row['env_steps_per_second']:>13,.0f} {speedup:>8} "
-                     f"{efficiency:>10} {target:>6} {same:>12}")
-    if result["not_run"]:
-        lines.append(result["not_run"])
-    return "\n".join(lines)
-
-
 def device_name(device: str) -> str:
     if device == "gpu":
         return torch.cuda.get_device_name(0)
@@ -271,8 +252,9 @@ def run(args) -> int:
               f"GPU: {shown}", flush=True)
     add_speedups(measured)
     name = device_name(args.device)
-    result = {"env": ENV, "device": name, "gpus_here": gpus_here, "iterations": args.iterations,
-              "warmup": args.warmup, "rows": measured, "not_run": not_run,
+    result = {"format": FORMAT, "env": ENV, "device": name, "gpus_here": gpus_here,
+              "iterations": args.iterations, "warmup": args.warmup, "rows": measured,
+              "not_run": not_run,
               "environment": {**MULTICAST_OFF},
               "versions": {"python": platform.python_version(), "torch": torch.__version__,
                            "lightning": _version("lightning"),
@@ -280,7 +262,7 @@ def run(args) -> int:
     out = Path(args.out) if args.out else default_out(name)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1))
-    print(format_table(result))
+    print(scaling_table(result))
     print(f"written to {out}")
     if any("error" in row for row in measured):
         return 1
