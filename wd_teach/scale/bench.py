@@ -543,16 +543,27 @@ def write_results(results: dict, path: str | Path) -> Path:
     return path
 
 
-def load_results(path: str | Path) -> dict:
-    """Results written by `write_results`, checked to be that."""
+def read_results(path: str | Path, form: str, what: str, source: str, make: str) -> dict:
+    """A JSON results file of format `form`, as `source` writes it, checked: a missing file,
+    one that is not JSON or one of another format is a BenchError that says `what` it should
+    hold and the command that `make`s it."""
     path = Path(path)
     if not path.is_file():
-        raise BenchError(f"no benchmark results at {path}. Make them with "
-                         f"`wd-teach bench all --out {path}`.")
-    found = json.loads(path.read_text())
-    if not isinstance(found, dict) or found.get("format") != FORMAT:
-        raise BenchError(f"{path} is not wd-teach benchmark results ({FORMAT}).")
+        raise BenchError(f"no {what} at {path}. Make them with `{make}`.")
+    try:
+        found = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise BenchError(f"{path} is not JSON ({err}); make it again with `{make}`.") from err
+    if not isinstance(found, dict) or found.get("format") != form:
+        raise BenchError(f"{path} is not wd-teach {what} ({form}): not the output of "
+                         f"{source}. Make them with `{make}`.")
     return found
+
+
+def load_results(path: str | Path) -> dict:
+    """Results written by `write_results`, checked to be that."""
+    return read_results(path, FORMAT, "benchmark results", "`wd-teach bench`",
+                        f"wd-teach bench all --out {path}")
 
 
 def merge_results(parts: Sequence[dict]) -> dict:

@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from wd_teach.errors import BenchError
+from wd_teach.scale.bench import read_results
 
 #: The format bench/scaling_gpus.py writes.
 FORMAT = "wd-teach-scaling-gpus/1"
@@ -40,14 +39,8 @@ def scaling_table(result: dict) -> str:
 
 def load_scaling(path: str | Path) -> dict:
     """A results file of bench/scaling_gpus.py, checked to be one."""
-    path = Path(path)
-    if not path.is_file():
-        raise BenchError(f"no two-GPU results at {path}: `python bench/scaling_gpus.py "
-                         f"--out {path}` on a machine with 2 GPUs makes them.")
-    found = json.loads(path.read_text())
-    if not isinstance(found, dict) or found.get("format") != FORMAT:
-        raise BenchError(f"{path} is not the output of bench/scaling_gpus.py ({FORMAT}).")
-    return found
+    return read_results(path, FORMAT, "two-GPU results", "bench/scaling_gpus.py",
+                        f"python bench/scaling_gpus.py --out {path}")
 
 
 def saved_scaling(path: str | Path = SAVED) -> dict:
