@@ -2,6 +2,7 @@
 
     python bench/profile_iteration.py out.json --envs 500 --set trainer.precision=bf16
     python bench/profile_iteration.py out.json --envs 500 --ppo
+    python bench/profile_iteration.py out.json --envs 500 --unfused   # Linear and ReLU apart
 
 The Trainer runs as `wd-teach train` runs it (rollout and update replayed as CUDA graphs),
 warmed up for a few iterations; then torch.profiler records `--iterations` more. The table
@@ -23,6 +24,7 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from wd_teach.train import policy
 from wd_teach.train.trainer import Trainer
 
 PPO = ["algorithm.name=ppo", "algorithm.epochs=4", "algorithm.num_minibatches=4",
@@ -55,7 +57,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ppo", action="store_true")
     parser.add_argument("--iterations", type=int, default=3)
     parser.add_argument("--set", action="append", default=[])
+    parser.add_argument("--unfused", action="store_true",
+                        help="run each Linear and its ReLU as two kernels, as before the "
+                             "fused product (wd_teach.train.policy.FUSE_LINEAR_RELU)")
     args = parser.parse_args(argv)
+    policy.FUSE_LINEAR_RELU = not args.unfused
     sets = [f"env.num_envs={args.envs}", *(PPO if args.ppo else []), *args.set]
     trainer = Trainer(args.env, gpu=True, sets=sets)
     for _ in range(3):
@@ -80,7 +86,8 @@ def main(argv: list[str] | None = None) -> None:
     fams = defaultdict(float)
     for name, (t, _) in kernels.items():
         fams[family(name)] += t
-    label = f"{args.env} {args.envs} envs {'ppo' if args.ppo else 'a2c'} {' '.join(args.set)}"
+    label = (f"{args.env} {args.envs} envs {'ppo' if args.ppo else 'a2c'} {' '.join(args.set)}"
+             f"{' unfused' if args.unfused else ''}")
     print(f"\n== {label}: {wall * 1e3:.1f} ms an iteration "
           f"({trainer.steps_per_iteration / wall:,.0f} env steps/s), GPU busy "
           f"{busy:.1f} ms ({busy / (wall * 1e3):.0%}), graphed {trainer.graphed}")

@@ -133,3 +133,36 @@ def test_the_padded_input_layer_computes_the_plain_layer_on_the_gpu(precision):
     plain.float().square().mean().backward()
     assert grad.shape == (256, 77)
     torch.testing.assert_close(grad, layer.weight.grad, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_the_fused_linear_relu_computes_the_pair_on_the_gpu(precision, monkeypatch):
+    """A shared ReLU policy at Tag's sizes on the GPU: with the fused products (the
+    default) and without them, the same outputs and weight gradients to the precision's
+    rounding, and the fused run really made the two hidden layers' fused products."""
+    from wd_teach.train import policy
+    from wd_teach.train.policy import CategoricalActorCritic
+
+    torch.manual_seed(0)
+    net = CategoricalActorCritic(77, [3, 4], [256, 256], shared=True,
+                                 activation="relu").cuda()
+    x = torch.randn(4096, 77, device="cuda")
+    tol = {"fp32": 1e-5, "bf16": 2e-2}[precision]
+
+    def run():
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=precision == "bf16"):
+            logits, value = net.actor_and_value(x)
+        loss = logits.float().square().mean() + value.float().square().mean()
+        return (logits.float(), value.float(),
+                *torch.autograd.grad(loss, list(net.parameters())))
+
+    calls, fused_product = [], torch._addmm_activation
+    monkeypatch.setattr(torch, "_addmm_activation",
+                        lambda *a, **k: calls.append(a[1].dtype) or fused_product(*a, **k))
+    fused = run()
+    assert calls == [torch.bfloat16 if precision == "bf16" else torch.float32] * 2
+    monkeypatch.setattr(policy, "FUSE_LINEAR_RELU", False)
+    plain = run()
+    assert len(calls) == 2  # the switch turned the fused products off
+    for a, b in zip(fused, plain, strict=True):
+        torch.testing.assert_close(a, b, rtol=tol, atol=tol)
