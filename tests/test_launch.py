@@ -210,3 +210,17 @@ def test_numba_and_torch_modify_the_same_store_array_in_turn():
     launcher.launch("times_two")
     assert store["x"] is tensor and store["x"].data_ptr() == tensor.data_ptr()
     np.testing.assert_allclose(tensor.cpu().numpy(), (start * 2 + 1) * 2, rtol=1e-6)
+
+
+def test_direct_launch_arguments_become_c_values():
+    """What Numba 0.30 hands a launch (ints for arrays' fields, bools, ctypes scalars) as
+    the C values cuLaunchKernel reads; anything else keeps cuda.core's way."""
+    import ctypes
+
+    from wd_teach.launch import _c_values
+
+    values = _c_values([0, 2**40, True, np.int64(7), ctypes.c_float(1.5)])
+    assert [type(v) for v in values] == [ctypes.c_ssize_t, ctypes.c_ssize_t, ctypes.c_bool,
+                                         ctypes.c_ssize_t, ctypes.c_float]
+    assert [v.value for v in values] == [0, 2**40, True, 7, 1.5]
+    assert _c_values([1, 2.5]) is None and _c_values([object()]) is None

@@ -18,6 +18,7 @@ Numba work together) can be recorded as one CUDA graph on a stream made by `kern
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib.util
 import inspect
 import math
@@ -310,12 +311,25 @@ class _DirectLaunch:
     kernel's own run time at workshop sizes. A launcher's arguments never change (the store
     is frozen once a kernel is bound, so every pointer stays put), so all of that is done
     once here, and a launch is one call into the driver, as a PyCUDA prepared call is.
+
+    That call is `cuLaunchKernel` itself, through ctypes, with the array of argument
+    pointers made once. (cuda.core's `launch`, which Numba uses, converts every argument
+    again on each call; it stays the fallback where the driver library cannot be opened by
+    name.)
     """
 
-    __slots__ = ("kernel", "args", "configs")
+    __slots__ = ("kernel", "args", "configs", "handle", "params")
 
-    def __init__(self, kernel, args: list):
+    def __init__(self, kernel, args: list, handle: int | None = None):
         self.kernel, self.args, self.configs = kernel, args, {}
+        values = _c_values(args)
+        self.handle = (handle if values is not None and _driver_launch() is not None
+                       else None)
+        self.params = None
+        if self.handle is not None:
+            self.args = values  # kept alive: params points into them
+            self.params = (ctypes.c_void_p * len(values))(
+                *[ctypes.addressof(v) for v in values])
 
     @classmethod
     def make(cls, dispatcher, bound: tuple):
@@ -334,17 +348,84 @@ class _DirectLaunch:
                 compiled._prepare_args(ty, value, 0, writeback, args)
             if writeback:  # host arrays copied in and out on every call: not ours to skip
                 return False
-            return cls(compiled._codelibrary.get_cufunc().kernel, args)
+            cufunc = compiled._codelibrary.get_cufunc()
+            return cls(cufunc.kernel, args, _handle(cufunc))
         except (AttributeError, TypeError, ImportError):
             return False
 
     def __call__(self, grid: tuple, block: tuple, stream: int) -> None:
+        if self.handle is not None:
+            g, b = (*grid, 1, 1)[:3], (*block, 1, 1)[:3]
+            error = _driver_launch()(self.handle, *g, *b, 0, stream, self.params, None)
+            if error:
+                raise LaunchError(f"the kernel launch failed: {_driver_error(error)} "
+                                  f"(grid {grid}, block {block}).")
+            return
         from cuda.core import LaunchConfig, launch
 
         config = self.configs.get((grid, block))
         if config is None:
             config = self.configs[grid, block] = LaunchConfig(grid=grid, block=block)
         launch(_core_stream(stream), config, self.kernel, *self.args)
+
+
+def _handle(cufunc) -> int | None:
+    """The driver's handle of a loaded Numba kernel (a CUkernel, which cuLaunchKernel
+    takes as it takes a CUfunction), or None if this numba-cuda does not show it."""
+    try:
+        return int(cufunc.handle)
+    except (AttributeError, TypeError, ValueError):
+        return None
+
+
+def _c_values(args: list) -> list | None:
+    """The kernel's arguments as C values, as cuda.core passes them: Numba 0.30 gives
+    arrays' fields as Python ints (intptr_t), flags as bools, scalars as ctypes values.
+    None if one is of another kind (cuda.core's launch then stays the way)."""
+    values = []
+    for arg in args:
+        if isinstance(arg, ctypes._SimpleCData):
+            values.append(arg)
+        elif isinstance(arg, bool | np.bool_):
+            values.append(ctypes.c_bool(bool(arg)))
+        elif isinstance(arg, int | np.integer):
+            values.append(ctypes.c_ssize_t(int(arg)))
+        else:
+            return None
+    return values
+
+
+_DRIVER: list = []  # [cuLaunchKernel or None, cuGetErrorName], found on first use
+
+
+def _driver_functions() -> list:
+    if not _DRIVER:
+        try:
+            lib = ctypes.CDLL("libcuda.so.1")
+        except OSError:
+            _DRIVER.extend([None, None])
+        else:
+            launch, name = lib.cuLaunchKernel, lib.cuGetErrorName
+            launch.argtypes = [ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p,
+                               ctypes.c_void_p, ctypes.c_void_p]
+            launch.restype = ctypes.c_int
+            name.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+            name.restype = ctypes.c_int
+            _DRIVER.extend([launch, name])
+    return _DRIVER
+
+
+def _driver_launch():
+    """The driver's cuLaunchKernel through ctypes, or None where libcuda cannot be opened."""
+    return _driver_functions()[0]
+
+
+def _driver_error(code: int) -> str:
+    """The driver's name for error `code` (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, ...)."""
+    text = ctypes.c_char_p()
+    if _driver_functions()[1](code, ctypes.byref(text)) == 0 and text.value:
+        return f"{text.value.decode()} ({code})"
+    return f"CUDA error {code}"
 
 
 _CORE_STREAMS: dict[int, object] = {}

@@ -85,9 +85,10 @@ def _short_game(env_class):
         return env_class()
 
 
-def _stepped_store(env_class, direct: bool, monkeypatch, actions=None):
+def _stepped_store(env_class, direct: bool, monkeypatch, actions=None, driver: bool = True):
     """Every array of a 50-env store after 12 steps of one set of random actions (resets
-    included), launched directly or through Numba's dispatcher; and the actions used."""
+    included), launched directly (by cuLaunchKernel, or by cuda.core if not `driver`) or
+    through Numba's dispatcher; and the actions used."""
     import torch
 
     from wd_teach import launch as launch_module
@@ -108,6 +109,7 @@ def _stepped_store(env_class, direct: bool, monkeypatch, actions=None):
                  *wrapper._resetter.launcher._direct.items()]
         assert taken and all(d for _, d in taken), (
             f"kernels launched through the dispatcher: {[k for k, d in taken if not d]}")
+        assert all((d.handle is not None) == driver for _, d in taken)  # which call
     return {name: wrapper.store.pull(name) for name in wrapper.store.names}, actions
 
 
@@ -122,3 +124,31 @@ def test_direct_numba_launch_is_the_dispatchers_launch(name, monkeypatch):
     assert direct.keys() == dispatched.keys()
     for key in direct:
         np.testing.assert_array_equal(direct[key], dispatched[key], err_msg=key)
+
+
+def test_the_direct_launch_without_the_driver_library_uses_cuda_core(monkeypatch):
+    """Where libcuda cannot be opened by name, the direct launch goes through cuda.core's
+    launch instead, with the same result."""
+    from wd_teach import launch as launch_module
+
+    env_class = find_env("tag_continuous").env_class
+    by_driver, actions = _stepped_store(env_class, True, monkeypatch)
+    with monkeypatch.context() as patch:
+        patch.setattr(launch_module, "_driver_launch", lambda: None)
+        by_core, _ = _stepped_store(env_class, True, patch, actions, driver=False)
+    for key in by_driver:
+        np.testing.assert_array_equal(by_driver[key], by_core[key], err_msg=key)
+
+
+def test_a_direct_launch_the_driver_refuses_says_why():
+    """A block of 2,048 threads (the limit is 1,024): the driver's error, by name."""
+    import torch
+
+    from wd_teach.env.wrapper import EnvWrapper
+    from wd_teach.errors import LaunchError
+
+    wrapper = EnvWrapper(_short_game(find_env("tag_continuous").env_class), 4, "numba")
+    kernel = wrapper.env.step_kernels[0]
+    with pytest.raises(LaunchError, match="the kernel launch failed: CUDA_ERROR_INVALID_VALUE"):
+        wrapper.launcher.launch(kernel, block=(2048, 1, 1))
+    torch.cuda.synchronize()
