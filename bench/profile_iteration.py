@@ -3,6 +3,7 @@
     python bench/profile_iteration.py out.json --envs 500 --set trainer.precision=bf16
     python bench/profile_iteration.py out.json --envs 500 --ppo
     python bench/profile_iteration.py out.json --envs 500 --unfused   # Linear and ReLU apart
+    python bench/profile_iteration.py out.json --envs 500 --separate-heads  # two output layers
 
 The Trainer runs as `wd-teach train` runs it (rollout and update replayed as CUDA graphs),
 warmed up for a few iterations; then torch.profiler records `--iterations` more. The table
@@ -31,8 +32,8 @@ PPO = ["algorithm.name=ppo", "algorithm.epochs=4", "algorithm.num_minibatches=4"
        "algorithm.clip_coef=0.2", "trainer.steps=128"]
 #: (family, substrings of a kernel's name), first match wins
 FAMILIES = [
-    ("env/sampler/reset (ours)", ("step", "sample", "reset", "tag", "catch", "nearest",
-                                  "observ", "reward")),
+    ("env/sampler/reset (ours)", ("step", "sample", "reset", "tag_", "catch", "nearest",
+                                  "observ", "reward")),  # "tag_": cuBLAS names hold "stage"
     ("gemm", ("gemm", "cutlass", "sm90_xmma", "nvjet", "ampere_", "sm80_", "cublas")),
     ("optimizer", ("adam", "multi_tensor", "foreach")),
     ("reduction", ("reduce", "softmax", "logsumexp", "cumsum", "scan", "norm")),
@@ -59,9 +60,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--set", action="append", default=[])
     parser.add_argument("--unfused", action="store_true",
                         help="run each Linear and its ReLU as two kernels, as before the "
-                             "fused product (wd_teach.train.policy.FUSE_LINEAR_RELU)")
+                             "fused product, and a shared body's output layers apart "
+                             "(wd_teach.train.policy.FUSE_LINEAR_RELU and FUSE_HEADS)")
+    parser.add_argument("--separate-heads", action="store_true",
+                        help="a shared body's actor and critic output layers as two products "
+                             "(wd_teach.train.policy.FUSE_HEADS)")
     args = parser.parse_args(argv)
     policy.FUSE_LINEAR_RELU = not args.unfused
+    policy.FUSE_HEADS = not (args.unfused or args.separate_heads)
     sets = [f"env.num_envs={args.envs}", *(PPO if args.ppo else []), *args.set]
     trainer = Trainer(args.env, gpu=True, sets=sets)
     for _ in range(3):
@@ -87,7 +93,8 @@ def main(argv: list[str] | None = None) -> None:
     for name, (t, _) in kernels.items():
         fams[family(name)] += t
     label = (f"{args.env} {args.envs} envs {'ppo' if args.ppo else 'a2c'} {' '.join(args.set)}"
-             f"{' unfused' if args.unfused else ''}")
+             f"{' unfused' if args.unfused else ''}"
+             f"{' separate-heads' if args.separate_heads else ''}")
     print(f"\n== {label}: {wall * 1e3:.1f} ms an iteration "
           f"({trainer.steps_per_iteration / wall:,.0f} env steps/s), GPU busy "
           f"{busy:.1f} ms ({busy / (wall * 1e3):.0%}), graphed {trainer.graphed}")

@@ -68,3 +68,27 @@ def test_a_fused_policy_computes_the_unfused_one(monkeypatch, shared, activation
     assert len(calls) == {"relu": 2 if shared else 4, "tanh": 0}[activation]
     for a, b in zip((*fused_out, *fused_grads), (*plain_out, *plain_grads), strict=True):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("continuous", [False, True])
+def test_both_heads_in_one_product_are_the_two_output_layers(continuous):
+    """A shared body's actor and critic output layers stacked into one product (padded to
+    8 outputs): the same logits (or means) and value, and the same weight gradients."""
+    from gymnasium import spaces
+
+    from wd_teach.train.policy import make_policy
+
+    torch.manual_seed(5)
+    space = spaces.Box(-1, 1, (2,)) if continuous else spaces.MultiDiscrete([5, 3])
+    net = make_policy("stochastic", 10, space, [16], shared=True, activation="relu").double()
+    features = torch.randn(3, 7, 16, dtype=torch.float64)
+    both = net.both_heads(features)
+    apart = net.actor(features), net.critic(features).squeeze(-1)
+    heads = [*net.actor.parameters(), *net.critic.parameters()]
+    for a, b in zip(both, apart, strict=True):
+        assert a.shape == b.shape
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+    grads = [torch.autograd.grad(sum(o.square().sum() for o in out), heads)
+             for out in (both, apart)]
+    for a, b in zip(*grads, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)

@@ -138,8 +138,9 @@ def test_the_padded_input_layer_computes_the_plain_layer_on_the_gpu(precision):
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 def test_the_fused_linear_relu_computes_the_pair_on_the_gpu(precision, monkeypatch):
     """A shared ReLU policy at Tag's sizes on the GPU: with the fused products (the
-    default) and without them, the same outputs and weight gradients to the precision's
-    rounding, and the fused run really made the two hidden layers' fused products."""
+    default: hidden layers with their ReLU, both output layers in one) and without them,
+    the same outputs and weight gradients to the precision's rounding, and the fused run
+    really made the two hidden layers' fused products."""
     from wd_teach.train import policy
     from wd_teach.train.policy import CategoricalActorCritic
 
@@ -162,6 +163,7 @@ def test_the_fused_linear_relu_computes_the_pair_on_the_gpu(precision, monkeypat
     fused = run()
     assert calls == [torch.bfloat16 if precision == "bf16" else torch.float32] * 2
     monkeypatch.setattr(policy, "FUSE_LINEAR_RELU", False)
+    monkeypatch.setattr(policy, "FUSE_HEADS", False)
     plain = run()
     assert len(calls) == 2  # the switch turned the fused products off
     for a, b in zip(fused, plain, strict=True):

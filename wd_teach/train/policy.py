@@ -181,9 +181,11 @@ def compute_dtype(x: torch.Tensor) -> torch.dtype:
     return x.dtype
 
 
-#: Whether a Linear followed by a ReLU runs as one fused product on a GPU (Layers). A
-#: switch for benchmarks that measure the difference; the results are the same.
+#: Whether a Linear followed by a ReLU runs as one fused product on a GPU (Layers), and
+#: whether a shared body's two output layers run as one (ActorCritic.both_heads). Switches
+#: for benchmarks that measure the difference; the function computed is the same.
 FUSE_LINEAR_RELU = True
+FUSE_HEADS = True
 
 
 class LinearReLU(torch.autograd.Function):
@@ -276,6 +278,7 @@ class ActorCritic(nn.Module):
                  shared: bool = False, activation: str = "tanh"):
         super().__init__()
         kind = ACTIVATIONS[activation]
+        self.shared = shared
         if shared:
             self.body = Layers(*hidden_layers([obs_size, *hidden], kind))
             self.actor = layer(hidden[-1], actor_size, 0.01)
@@ -286,9 +289,28 @@ class ActorCritic(nn.Module):
             self.critic = mlp([obs_size, *hidden], 1, out_gain=1.0, activation=kind)
 
     def actor_and_value(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The actor's output and the state value, the shared body run once."""
+        """The actor's output and the state value, the shared body run once. On a GPU the
+        two output layers of a shared body run as one product (both_heads)."""
         features = self.body(obs)
+        if self.shared and features.is_cuda and FUSE_HEADS:
+            return self.both_heads(features)
         return self.actor(features), self.critic(features).squeeze(-1)
+
+    def both_heads(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The actor's and the critic's output layers as one product over the features.
+
+        Each alone reads the whole [rows, hidden] feature matrix for a few outputs (Tag's
+        12 logits, one value), and at those widths the output rows are not 16 bytes long,
+        so cuBLAS falls back to slow kernels, forward and backward. Their weights stacked,
+        with zero rows up to a multiple of 8 outputs, make one aligned product that reads
+        the features once; the logits and the value are views of its columns."""
+        n = self.actor.out_features
+        pad = -(n + 1) % 8
+        weight = torch.cat([self.actor.weight, self.critic.weight,
+                            self.actor.weight.new_zeros(pad, self.actor.in_features)])
+        bias = torch.cat([self.actor.bias, self.critic.bias, self.actor.bias.new_zeros(pad)])
+        out = F.linear(features, weight, bias)
+        return out[..., :n], out[..., n]
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         return self.critic(self.body(obs)).squeeze(-1)
