@@ -8,6 +8,7 @@ differently when cuBLAS picks other kernels under capture, and a draw near a bou
 flips, after which the two runs are different runs.
 
     python bench/replay_check.py --backend pycuda --precision fp32 --repeats 20
+    python bench/replay_check.py --shared       # shared ReLU bodies: the fused products
 """
 
 from __future__ import annotations
@@ -29,10 +30,16 @@ ALGORITHMS = {"a2c": [], "ppo": ["algorithm.name=ppo", "algorithm.epochs=2",
                                  "algorithm.num_minibatches=4"]}
 
 
+#: Each policy's actor and critic on one ReLU body (WarpDrive's model shape).
+SHARED = [f"policies.{name}.{key}" for name in ("taggers", "runners")
+          for key in ("shared=true", "activation=relu")]
+
+
 def compare(backend: str, precision: str, iterations: int, seed: int,
-            algorithm: str = "a2c") -> list[dict]:
+            algorithm: str = "a2c", shared: bool = False) -> list[dict]:
     sets = [f"env.backend={backend}", f"trainer.precision={precision}",
-            f"trainer.seed={seed}", *SMALL_TAG, *ALGORITHMS[algorithm]]
+            f"trainer.seed={seed}", *SMALL_TAG, *ALGORITHMS[algorithm],
+            *(SHARED if shared else [])]
     graphed = Trainer("tag_continuous", gpu=True, sets=sets)
     eager = Trainer("tag_continuous", gpu=True, sets=[*sets, "trainer.cuda_graphs=false"])
     rows = []
@@ -59,15 +66,19 @@ def main() -> None:
     parser.add_argument("--algorithm", default="a2c", choices=sorted(ALGORITHMS))
     parser.add_argument("--iterations", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--shared", action="store_true",
+                        help="shared ReLU bodies, so the fused products run")
     args = parser.parse_args()
     exact = 0
     for r in range(args.repeats):
         rows = compare(args.backend, args.precision, args.iterations, seed=r,
-                       algorithm=args.algorithm)
+                       algorithm=args.algorithm, shared=args.shared)
         exact += all(row["actions_equal"] for row in rows)
         print(json.dumps({"backend": args.backend, "precision": args.precision, "seed": r,
                           "rows": rows}))
-    print(f"SUMMARY {args.algorithm} {args.backend} {args.precision}: {exact}/{args.repeats} "
+    shape = " shared" if args.shared else ""
+    print(f"SUMMARY {args.algorithm}{shape} {args.backend} {args.precision}: "
+          f"{exact}/{args.repeats} "
           f"runs with every action equal over {args.iterations} iterations")
 
 
