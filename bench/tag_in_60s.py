@@ -36,6 +36,14 @@ CANDIDATES = {
     "lr-1e-2": ["trainer.lr=1e-2"],
     "ppo-100": ["algorithm.name=ppo", "algorithm.epochs=4", "algorithm.num_minibatches=4",
                 "trainer.lr=1e-3"],
+    # The runners learn at a tenth of the taggers' rate (or hardly at all), so the taggers
+    # chase runners close to the random ones they are measured against.
+    "slow-runners": ["policies.runners.lr=5e-4"],
+    "shared-slow-runners": [*SHARED, "policies.runners.lr=5e-4"],
+    "ppo-slow-runners": ["algorithm.name=ppo", "algorithm.epochs=4",
+                         "algorithm.num_minibatches=4", "trainer.lr=1e-3",
+                         "policies.runners.lr=1e-4"],
+    "still-runners": ["policies.runners.lr=1e-6"],
 }
 
 
