@@ -168,3 +168,24 @@ def test_the_fused_linear_relu_computes_the_pair_on_the_gpu(precision, monkeypat
     assert len(calls) == 2  # the switch turned the fused products off
     for a, b in zip(fused, plain, strict=True):
         torch.testing.assert_close(a, b, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_the_fused_relu_backward_runs_triton_on_the_gpu(dtype):
+    """The one-pass ReLU backward (wd_teach.train.fused) on a GPU: Triton's kernel is the
+    path taken, its gradient is PyTorch's bit for bit, its bias gradient the row sum, and
+    two runs give the same bits (partial sums in a fixed order, no atomics)."""
+    from wd_teach.train import fused
+
+    torch.manual_seed(0)
+    rows = 100_003  # the last block of rows is not full
+    grad = torch.randn(rows, 256, device="cuda").to(dtype)
+    out = torch.relu(torch.randn(rows, 256, device="cuda")).to(dtype)
+    assert fused._fusable(grad, out), "Triton's kernel is not the path taken here"
+    g, db = fused.relu_backward(grad, out)
+    want = torch.ops.aten.threshold_backward(grad, out, 0)
+    assert torch.equal(g, want)
+    assert db.dtype == dtype
+    tol = {torch.float32: 1e-4, torch.bfloat16: 1e-2}[dtype]
+    torch.testing.assert_close(db.float(), want.float().sum(0), rtol=tol, atol=tol * 10)
+    assert torch.equal(db, fused.relu_backward(grad, out)[1])

@@ -40,6 +40,7 @@ from gymnasium import spaces
 from torch import nn
 
 from wd_teach.errors import ConfigError
+from wd_teach.train.fused import relu_backward
 
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -196,7 +197,8 @@ class LinearReLU(torch.autograd.Function):
 
     x [rows, in], weight [out, in], bias [out], all of one dtype. The backward pass is the
     one autograd runs for the pair: ReLU's mask from the saved output, then the product's
-    three gradients (the input's only where it needs one: observations need none)."""
+    three gradients (the input's only where it needs one: observations need none). The
+    mask and the bias gradient come from one pass over memory (fused.relu_backward)."""
 
     @staticmethod
     def forward(ctx, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor):
@@ -207,9 +209,9 @@ class LinearReLU(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
         x, weight, out = ctx.saved_tensors
-        grad = torch.ops.aten.threshold_backward(grad, out, 0)
+        grad, grad_bias = relu_backward(grad, out)  # one pass on a GPU (wd_teach.train.fused)
         grad_x = grad @ weight if ctx.needs_input_grad[0] else None
-        return grad_x, grad.t() @ x, grad.sum(0)
+        return grad_x, grad.t() @ x, grad_bias
 
 
 def linear_relu(linear: nn.Linear, x: torch.Tensor) -> torch.Tensor:

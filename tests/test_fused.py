@@ -1,0 +1,85 @@
+"""The ReLU's backward and its bias gradient in one pass (wd_teach.train.fused): the
+kernel's logic in Triton's interpreter on the CPU (where Triton is installed: the dev
+extras), PyTorch's two kernels wherever the fused one does not apply.
+tests/gpu/test_training_gpu.py runs the kernel on a GPU."""
+
+import importlib.util
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from wd_teach.train import fused
+
+
+def test_off_the_gpu_the_two_pytorch_kernels_run():
+    torch.manual_seed(0)
+    grad, out = torch.randn(50, 64), torch.relu(torch.randn(50, 64))
+    g, db = fused.relu_backward(grad, out)
+    assert not fused._fusable(grad, out)
+    assert torch.equal(g, torch.where(out > 0, grad, torch.zeros(())))
+    torch.testing.assert_close(db, g.sum(0))
+
+
+def test_shapes_the_kernel_takes():
+    assert fused.kernel_takes(torch.zeros(3, 256), torch.zeros(3, 256))
+    assert fused.kernel_takes(torch.zeros(1, 1, dtype=torch.bfloat16),
+                              torch.zeros(1, 1, dtype=torch.bfloat16))
+    for shape in [(3, 100), (3, 2048), (0, 256), (3,), (2, 3, 4)]:  # not a power of two, ...
+        t = torch.zeros(shape)
+        assert not fused.kernel_takes(t, t), shape
+    assert not fused.kernel_takes(torch.zeros(3, 8), torch.zeros(3, 16))
+    assert not fused.kernel_takes(torch.zeros(3, 8), torch.zeros(3, 8, dtype=torch.float16))
+    assert not fused.kernel_takes(torch.zeros(3, 8, dtype=torch.int32),
+                                  torch.zeros(3, 8, dtype=torch.int32))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None,
+                    reason="Triton is not installed here (pip install -e '.[dev]'); "
+                           "tests/gpu/test_training_gpu.py runs the kernel on a GPU")
+def test_the_kernel_in_tritons_interpreter():
+    """Rows that do not fill the last block, several widths and dtypes: the gradient equal
+    to PyTorch's bit for bit, the bias gradient its row sum, in the gradient's dtype."""
+    script = textwrap.dedent("""
+        import os
+        os.environ["TRITON_INTERPRET"] = "1"
+        import torch
+        from wd_teach.train import fused
+        cases = [(1, 8, torch.float32), (200, 256, torch.float32), (130, 64, torch.bfloat16),
+                 (64, 16, torch.float16)]
+        for rows, cols, dtype in cases:
+            torch.manual_seed(rows)
+            grad = torch.randn(rows, cols).to(dtype)
+            out = torch.relu(torch.randn(rows, cols)).to(dtype)
+            g, db = fused._triton_relu_backward(grad, out)
+            want = torch.where(out > 0, grad, torch.zeros((), dtype=dtype))
+            assert torch.equal(g, want), (rows, cols, dtype)
+            assert db.dtype == dtype and db.shape == (cols,)
+            tol = 1e-5 if dtype == torch.float32 else 1e-2
+            torch.testing.assert_close(db.float(), want.float().sum(0), rtol=tol, atol=tol)
+            assert torch.equal(db, fused._triton_relu_backward(grad, out)[1])  # no atomics
+        print("checked", len(cases))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "checked 4" in done.stdout
+
+
+def test_a_kernel_that_cannot_be_built_falls_back_and_says_so(monkeypatch):
+    """Where Triton fails (no C compiler, say), PyTorch's kernels take over with a warning,
+    and the results are the same."""
+    monkeypatch.setattr(fused, "FUSE_RELU_BACKWARD", True)
+    monkeypatch.setattr(fused, "_fusable", lambda grad, out: fused.FUSE_RELU_BACKWARD)
+
+    def broken(grad, out):
+        raise RuntimeError("no C compiler found")
+
+    monkeypatch.setattr(fused, "_triton_relu_backward", broken)
+    grad, out = torch.randn(4, 8), torch.relu(torch.randn(4, 8))
+    with pytest.warns(RuntimeWarning, match="fused ReLU backward .* no C compiler found"):
+        g, db = fused.relu_backward(grad, out)
+    assert torch.equal(g, torch.ops.aten.threshold_backward(grad, out, 0))
+    assert not fused.FUSE_RELU_BACKWARD  # once: the next call goes straight to PyTorch
