@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from wd_teach.train import policy
+from wd_teach.train import fused, policy
 from wd_teach.train.trainer import Trainer
 
 PPO = ["algorithm.name=ppo", "algorithm.epochs=4", "algorithm.num_minibatches=4",
@@ -62,12 +62,16 @@ def main(argv: list[str] | None = None) -> None:
                         help="run each Linear and its ReLU as two kernels, as before the "
                              "fused product, and a shared body's output layers apart "
                              "(wd_teach.train.policy.FUSE_LINEAR_RELU and FUSE_HEADS)")
+    parser.add_argument("--torch-relu-backward", action="store_true",
+                        help="the ReLU's backward and its bias gradient as PyTorch's two "
+                             "kernels (wd_teach.train.fused.FUSE_RELU_BACKWARD)")
     parser.add_argument("--separate-heads", action="store_true",
                         help="a shared body's actor and critic output layers as two products "
                              "(wd_teach.train.policy.FUSE_HEADS)")
     args = parser.parse_args(argv)
     policy.FUSE_LINEAR_RELU = not args.unfused
     policy.FUSE_HEADS = not (args.unfused or args.separate_heads)
+    fused.FUSE_RELU_BACKWARD = not (args.unfused or args.torch_relu_backward)
     sets = [f"env.num_envs={args.envs}", *(PPO if args.ppo else []), *args.set]
     trainer = Trainer(args.env, gpu=True, sets=sets)
     for _ in range(3):
@@ -94,7 +98,8 @@ def main(argv: list[str] | None = None) -> None:
         fams[family(name)] += t
     label = (f"{args.env} {args.envs} envs {'ppo' if args.ppo else 'a2c'} {' '.join(args.set)}"
              f"{' unfused' if args.unfused else ''}"
-             f"{' separate-heads' if args.separate_heads else ''}")
+             f"{' separate-heads' if args.separate_heads else ''}"
+             f"{' torch-relu-backward' if args.torch_relu_backward else ''}")
     print(f"\n== {label}: {wall * 1e3:.1f} ms an iteration "
           f"({trainer.steps_per_iteration / wall:,.0f} env steps/s), GPU busy "
           f"{busy:.1f} ms ({busy / (wall * 1e3):.0%}), graphed {trainer.graphed}")
