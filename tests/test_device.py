@@ -12,9 +12,21 @@ def test_report_has_a_row_for_every_piece():
     report = wd_teach.discover()
     pieces = [row.piece for row in report.rows]
     for piece in ["GPU", "CUDA driver", "nvcc", "PyCUDA", "Numba CUDA", "CUDA simulator",
-                  "numpy", "torch"]:
+                  "numpy", "torch", "Triton"]:
         assert piece in pieces
     assert "backends that can run here" in report.table()
+
+
+def test_triton_is_optional_and_the_doctor_says_what_it_is_for(monkeypatch):
+    real = device._version
+    monkeypatch.setattr(device, "_version", lambda d: None if d == "triton" else real(d))
+    device.discover.cache_clear()
+    try:
+        row = next(r for r in device.discover().rows if r.piece == "Triton")
+    finally:
+        device.discover.cache_clear()
+    assert row.ok is None and row.found == "not installed"  # optional, never a NO
+    assert "GPU" in row.todo
 
 
 def test_every_missing_piece_says_what_to_do():

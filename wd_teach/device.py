@@ -219,6 +219,7 @@ def discover() -> Report:
     torch_cuda = torch.version.cuda
     numpy_version = _version("numpy") or "?"
     toolkit = _numba_toolkit()
+    triton = _version("triton")
 
     rows = [
         Row("GPU", gpu_name is not None,
@@ -251,6 +252,13 @@ def discover() -> Report:
             torch.__version__ + (f", built for CUDA {torch_cuda}" if torch_cuda else ", CPU build"),
             "" if gpu_name is None or torch_cuda else
             "this GPU needs a CUDA build of torch: see pytorch.org/get-started"),
+        Row("Triton", True if triton else None,
+            (triton + ("" if gpu_name else " (used on a GPU only)")) if triton
+            else "not installed",
+            "" if triton else
+            "optional: training's fused ReLU backward then runs as PyTorch's two kernels "
+            "(the same results, one more pass over memory); CUDA builds of torch bring it"
+            if gpu_name else "used on a GPU only"),
     ]
     if gpu_name and driver and toolkit and toolkit > driver:
         rows.append(Row(
