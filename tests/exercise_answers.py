@@ -75,8 +75,8 @@ def clear_done(done):
 
 
 @cuda.jit
-def keeps_the_flags(done):  # named clear_done below: it forgets to lower them
-    pass
+def keeps_the_flags(done):  # named clear_done below
+    """A wrong answer on purpose: it forgets to lower the done flags."""
 
 
 keeps_the_flags.py_func.__name__ = "clear_done"
@@ -84,7 +84,7 @@ keeps_the_flags.py_func.__name__ = "clear_done"
 
 @cuda.jit
 def resets_nothing(data, pristine, done, row_length):  # named reset_rows below
-    pass
+    """A wrong answer on purpose: it copies no pristine row back."""
 
 
 resets_nothing.py_func.__name__ = "reset_rows"
@@ -169,7 +169,7 @@ plain_count = catch_runners
 @cuda.jit
 def catches_nothing(loc_x, loc_y, in_game, num_caught, num_agents, num_taggers,
                     tagging_distance):  # named catch_runners below
-    pass
+    """A wrong answer on purpose: it tags no runner."""
 
 
 catches_nothing.py_func.__name__ = "catch_runners"
