@@ -43,3 +43,22 @@ def test_only_the_first_layer_is_padded_and_parameters_keep_their_shapes():
     first = nn.Linear(77, 32)
     nn.init.orthogonal_(first.weight, 2 ** 0.5)
     torch.testing.assert_close(again.actor[0].weight, first.weight)
+
+
+@pytest.mark.parametrize("width", [7, 77, 80])
+def test_an_input_padded_once_is_read_as_padded(width):
+    """PPO pads its observations once for every epoch (ActorCritic.inputs): the layer
+    takes an input of its padded width as it is and computes what the raw input gives."""
+    torch.manual_seed(width)
+    layer = AlignedInput(width, 16)
+    x = torch.randn(2, 33, width)
+    padded = layer.pad(x)
+    assert padded.shape == (2, 33, layer.width) and layer.width % AlignedInput.ALIGN == 0
+    assert torch.equal(padded[..., :width], x) and not padded[..., width:].any()
+    assert torch.equal(layer.padded(padded), layer.padded(x))  # the same bits
+
+
+def test_a_policy_on_the_cpu_takes_its_observations_as_they_are():
+    policy = CategoricalActorCritic(77, [3], [32, 32], shared=True, activation="relu")
+    obs = torch.randn(5, 77)
+    assert policy.inputs(obs) is obs  # nothing to pad for on the CPU

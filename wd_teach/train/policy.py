@@ -148,6 +148,11 @@ class AlignedInput(nn.Linear):
 
     ALIGN = 8
 
+    @property
+    def width(self) -> int:
+        """The input width the product reads: in_features up to a multiple of ALIGN."""
+        return self.in_features + (-self.in_features % self.ALIGN)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not x.is_cuda or self.in_features % self.ALIGN == 0:
             return super().forward(x)
@@ -161,18 +166,25 @@ class AlignedInput(nn.Linear):
         memset more than the plain layer, and no pass over the data of its own."""
         return F.linear(*self.operands(x), self.bias)
 
+    def pad(self, x: torch.Tensor) -> torch.Tensor:
+        """`x` as the product reads it: in the compute dtype, with zero columns up to
+        `width`. A learner that reads the same samples many times (PPO's epochs) pads them
+        once; the layer takes an input of `width` columns as padded already."""
+        if x.shape[-1] == self.width:
+            return x.to(compute_dtype(x))
+        inputs = x.new_zeros((*x.shape[:-1], self.width), dtype=compute_dtype(x))
+        inputs[..., :self.in_features] = x
+        return inputs
+
     def operands(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The input and the weight the product reads, padded to a multiple of ALIGN
         features (as they are where the width is one already)."""
         n = self.in_features
         if n % self.ALIGN == 0:
             return x, self.weight
-        width = n + (-n % self.ALIGN)
-        inputs = x.new_zeros((*x.shape[:-1], width), dtype=compute_dtype(x))
-        inputs[..., :n] = x
-        weight = self.weight.new_zeros((self.out_features, width))
+        weight = self.weight.new_zeros((self.out_features, self.width))
         weight[:, :n] = self.weight
-        return inputs, weight
+        return self.pad(x), weight
 
 
 def compute_dtype(x: torch.Tensor) -> torch.dtype:
@@ -317,6 +329,16 @@ class ActorCritic(nn.Module):
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         return self.critic(self.body(obs)).squeeze(-1)
 
+    def inputs(self, obs: torch.Tensor) -> torch.Tensor:
+        """`obs` as the first product reads it (AlignedInput.pad: on a GPU, the compute
+        dtype and an aligned width), for a learner that reads each sample many times:
+        padded once, its minibatches gather half the bytes (bf16) and skip the pad and
+        the cast on every pass. The policy computes the same function of either."""
+        first = (self.body if self.shared else self.actor)[0]
+        if not obs.is_cuda or not isinstance(first, AlignedInput):
+            return obs
+        return first.pad(obs)
+
 
 # -- discrete actions -------------------------------------------------------------------------
 
@@ -339,24 +361,45 @@ class CategoricalActorCritic(ActorCritic):
         return self.actor(self.body(obs))
 
     def probabilities(self, logits: torch.Tensor) -> torch.Tensor:
-        """Each head's softmax, side by side along the last axis."""
-        heads = logits.split(self.num_actions, dim=-1)
+        """Each head's softmax, side by side along the last axis (one kernel for all the
+        heads where they are of one size)."""
+        counts = self.num_actions
+        if len(set(counts)) == 1:
+            per_head = logits.unflatten(-1, (len(counts), counts[0]))
+            return torch.softmax(per_head, dim=-1).flatten(-2)
+        heads = logits.split(counts, dim=-1)
         return torch.cat([torch.softmax(h, dim=-1) for h in heads], dim=-1)
 
-    def log_prob(self, logits: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        """log pi(actions): `actions` [.., heads] (long); the heads' log-probabilities add."""
-        heads = logits.split(self.num_actions, dim=-1)
-        return sum(torch.log_softmax(h, dim=-1).gather(-1, actions[..., i:i + 1]).squeeze(-1)
-                   for i, h in enumerate(heads))
+    def log_softmax(self, logits: torch.Tensor) -> torch.Tensor | list[torch.Tensor]:
+        """Each head's log-probabilities: one [.., heads, n] tensor where the heads are
+        of one size (one kernel for all of them), else a list of the heads'."""
+        counts = self.num_actions
+        if len(set(counts)) == 1:
+            return torch.log_softmax(logits.unflatten(-1, (len(counts), counts[0])), dim=-1)
+        return [torch.log_softmax(h, dim=-1) for h in logits.split(counts, dim=-1)]
 
-    def entropy(self, logits: torch.Tensor) -> torch.Tensor:
-        heads = logits.split(self.num_actions, dim=-1)
-        return sum(-(torch.softmax(h, -1) * torch.log_softmax(h, -1)).sum(-1) for h in heads)
+    def log_prob(self, logits: torch.Tensor, actions: torch.Tensor,
+                 log_softmax=None) -> torch.Tensor:
+        """log pi(actions): `actions` [.., heads] (long); the heads' log-probabilities add.
+        `log_softmax` is this policy's log_softmax(logits), where it is at hand."""
+        log_p = self.log_softmax(logits) if log_softmax is None else log_softmax
+        if isinstance(log_p, torch.Tensor):
+            return log_p.gather(-1, actions.unsqueeze(-1)).squeeze(-1).sum(-1)
+        return sum(h.gather(-1, actions[..., i:i + 1]).squeeze(-1) for i, h in enumerate(log_p))
+
+    def entropy(self, logits: torch.Tensor, log_softmax=None) -> torch.Tensor:
+        """The heads' entropies, added: -sum p log p, with p = exp(log p)."""
+        log_p = self.log_softmax(logits) if log_softmax is None else log_softmax
+        if isinstance(log_p, torch.Tensor):
+            return -(log_p.exp() * log_p).sum((-2, -1))
+        return sum(-(h.exp() * h).sum(-1) for h in log_p)
 
     def evaluate(self, obs: torch.Tensor, actions: torch.Tensor):
-        """(log-probability of `actions`, entropy, value): what the losses need."""
+        """(log-probability of `actions`, entropy, value): what the losses need. Each
+        head's log-softmax is worked out once, for both."""
         logits, value = self.actor_and_value(obs)
-        return self.log_prob(logits, actions), self.entropy(logits), value
+        log_p = self.log_softmax(logits)
+        return (self.log_prob(logits, actions, log_p), self.entropy(logits, log_p), value)
 
 
 # -- continuous actions -----------------------------------------------------------------------
