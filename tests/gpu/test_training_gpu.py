@@ -135,6 +135,34 @@ def test_the_padded_input_layer_computes_the_plain_layer_on_the_gpu(precision):
     torch.testing.assert_close(grad, layer.weight.grad, rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("shared", [True, False])
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_observations_padded_once_give_the_same_bits_on_the_gpu(precision, shared):
+    """PPO pads and casts its observations once (ActorCritic.inputs) and gathers
+    minibatches of them: on the GPU the policy's answers and gradients are bit for bit
+    those from the raw observations."""
+    from wd_teach.train.policy import CategoricalActorCritic
+
+    torch.manual_seed(0)
+    policy = CategoricalActorCritic(77, [6, 6], [256, 256], shared=shared,
+                                    activation="relu").cuda()
+    obs = torch.randn(4096, 77, device="cuda")
+    actions = torch.randint(0, 6, (4096, 2), device="cuda")
+    results = []
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=precision == "bf16"):
+        inputs = policy.inputs(obs)
+        assert inputs.shape == (4096, 80)
+        assert inputs.dtype == (torch.bfloat16 if precision == "bf16" else torch.float32)
+        for x in (obs, inputs):
+            policy.zero_grad()
+            log_prob, entropy, value = policy.evaluate(x, actions)
+            (log_prob.mean() + entropy.mean() + value.square().mean()).backward()
+            results.append([log_prob, entropy, value,
+                            *[p.grad.clone() for p in policy.parameters()]])
+    for raw, padded in zip(*results, strict=True):
+        assert torch.equal(raw, padded)
+
+
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 def test_the_fused_linear_relu_computes_the_pair_on_the_gpu(precision, monkeypatch):
     """A shared ReLU policy at Tag's sizes on the GPU: with the fused products (the

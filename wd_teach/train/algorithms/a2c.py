@@ -84,7 +84,7 @@ class Learner(LearnerBase):
         self.optimizer.zero_grad(set_to_none=True)
         sums = torch.zeros(4, device=advantages.device)
         for part in chunks(steps, samples // steps, self.options.chunk_samples):
-            log_prob, entropy, value = self.policy.evaluate(flat(batch.obs[part]),
+            log_prob, entropy, value = self.policy.evaluate(flat(self.inputs(batch.obs[part])),
                                                             flat(batch.actions[part]))
             losses = loss(log_prob, entropy, value, flat(advantages[part]),
                           flat(returns[part]), c, samples)

@@ -77,6 +77,13 @@ class LearnerBase(abc.ABC):
     def update(self, batch) -> dict[str, torch.Tensor]:
         """Gradient steps from one rollout's batch; the losses, as device tensors."""
 
+    def inputs(self, obs: torch.Tensor) -> torch.Tensor:
+        """`obs` in the policy's own input form where it has one (ActorCritic.inputs: on a
+        GPU, padded and cast in one pass, straight from a group's strided view of the
+        rollout buffer), for the update to read: once, or on every epoch (PPO)."""
+        make = getattr(self.policy, "inputs", None)
+        return obs if make is None else make(obs)
+
     def prepare(self, batch) -> None:  # noqa: B027 (a hook, empty by default)
         """Host-side work before an update, outside any CUDA graph: the trainer calls it
         just before each update, recorded or not (PPO draws its minibatch orders here)."""
