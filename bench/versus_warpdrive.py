@@ -15,9 +15,10 @@ quoted between rows of one call.
 | --- | --- |
 | a2c-bf16 | nothing but the episode length (the config's default: A2C, 100 steps, bf16) |
 | a2c-fp32 | trainer.precision=fp32 (exact: replay equals the step-by-step run) |
-| a2c-tf32 | trainer.precision=tf32 |
+| a2c-tf32 | trainer.precision=tf32 (the tensor cores on fp32 data; replays equal the step-by-step run too) |
 | ppo-bf16 | PPO, 4 epochs x 4 minibatches, 128 steps an iteration |
 | ppo-fp32 | the same PPO in fp32 |
+| ppo-tf32 | the same PPO in tf32 |
 | *-shared | the same, each policy's actor and critic sharing one ReLU body |
 
 The `-shared` settings run WarpDrive's FullyConnected model's shape (one body, two output
@@ -44,6 +45,7 @@ SETTINGS = {
     "a2c-tf32": ["trainer.precision=tf32"],
     "ppo-bf16": PPO,
     "ppo-fp32": [*PPO, "trainer.precision=fp32"],
+    "ppo-tf32": [*PPO, "trainer.precision=tf32"],
 }
 #: WarpDrive's model shape: one ReLU body per policy, actor and critic output layers on it.
 SHARED = [f"policies.{name}.{key}" for name in ("taggers", "runners")
