@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import importlib.util
 import inspect
 import math
@@ -395,24 +396,21 @@ def _c_values(args: list) -> list | None:
     return values
 
 
-_DRIVER: list = []  # [cuLaunchKernel or None, cuGetErrorName], found on first use
-
-
-def _driver_functions() -> list:
-    if not _DRIVER:
-        try:
-            lib = ctypes.CDLL("libcuda.so.1")
-        except OSError:
-            _DRIVER.extend([None, None])
-        else:
-            launch, name = lib.cuLaunchKernel, lib.cuGetErrorName
-            launch.argtypes = [ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p,
-                               ctypes.c_void_p, ctypes.c_void_p]
-            launch.restype = ctypes.c_int
-            name.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
-            name.restype = ctypes.c_int
-            _DRIVER.extend([launch, name])
-    return _DRIVER
+@functools.cache
+def _driver_functions() -> tuple:
+    """(cuLaunchKernel, cuGetErrorName) from the driver through ctypes, found on first use;
+    (None, None) where libcuda cannot be opened."""
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None, None
+    launch, name = lib.cuLaunchKernel, lib.cuGetErrorName
+    launch.argtypes = [ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p,
+                       ctypes.c_void_p, ctypes.c_void_p]
+    launch.restype = ctypes.c_int
+    name.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+    name.restype = ctypes.c_int
+    return launch, name
 
 
 def _driver_launch():
