@@ -15,7 +15,7 @@ quoted between rows of one call.
 | --- | --- |
 | a2c-bf16 | nothing but the episode length (the config's default: A2C, 100 steps, bf16) |
 | a2c-fp32 | trainer.precision=fp32 (exact: replay equals the step-by-step run) |
-| a2c-tf32 | trainer.precision=tf32 (the tensor cores on fp32 data; replays equal the step-by-step run too) |
+| a2c-tf32 | trainer.precision=tf32 (tensor cores on fp32 data; exact against step by step too) |
 | ppo-bf16 | PPO, 4 epochs x 4 minibatches, 128 steps an iteration |
 | ppo-fp32 | the same PPO in fp32 |
 | ppo-tf32 | the same PPO in tf32 |
