@@ -52,7 +52,7 @@ def compare(backend: str, precision: str, iterations: int, seed: int,
         eager.iterate()
         a, b = graphed.rollout.buffer.actions, eager.rollout.buffer.actions
         differ = (a != b).reshape(a.shape[0], -1).any(dim=1)
-        weights = max(float((p - q).abs().max())
+        weights = max(float((p.detach() - q.detach()).abs().max())
                       for name in eager.policies
                       for p, q in zip(graphed.policies[name].parameters(),
                                       eager.policies[name].parameters(), strict=True))
