@@ -84,6 +84,8 @@ def run(name: str, seconds: float, every: float, seed: int) -> dict:
               f"{point['ratio_drawn']:.2f}x)", flush=True)
     return {"candidate": name, "sets": CANDIDATES[name], "seed": seed, "build_seconds": built,
             "num_envs": trainer.wrapper.num_envs, "random_taggers_tags": random_taggers,
+            # the most any taggers can reach: every runner tagged (bench/tag_chaser.py)
+            "ceiling": trainer.env.config.num_runners / random_taggers,
             "env_steps": trainer.env_steps, "points": points,
             "final_ratio": points[-1]["ratio"], "target": 3.0}
 
@@ -96,6 +98,9 @@ def plot(rows: list[dict], path: Path) -> None:
         ax.plot([p["seconds"] for p in row["points"]], [p["ratio"] for p in row["points"]],
                 marker=".", label=f"{row['candidate']} ({row['num_envs']} envs)")
     ax.axhline(3.0, color="grey", linestyle="--", label="3x random taggers")
+    ceiling = min(row["ceiling"] for row in rows)
+    ax.axhline(ceiling, color="black", linestyle=":",
+               label=f"every runner tagged ({ceiling:.2f}x)")
     ax.set(xlabel="seconds of training", ylabel="tags: trained / random taggers",
            title=f"Tag, 10 taggers + 100 runners, on {torch.cuda.get_device_name(0)}")
     ax.legend(fontsize=8)
@@ -118,10 +123,11 @@ def main() -> None:
     args.out.write_text(json.dumps({"device": torch.cuda.get_device_name(0), "rows": rows},
                                    indent=1))
     plot(rows, args.out.with_suffix(".png"))
-    print(f"\n{'candidate':<14} {'envs':>6} {'build s':>8} {'ratio at end':>13}")
+    print(f"\n{'candidate':<14} {'envs':>6} {'build s':>8} {'ratio at end':>13} "
+          f"{'ceiling':>8}")
     for row in rows:
         print(f"{row['candidate']:<14} {row['num_envs']:>6} {row['build_seconds']:8.1f} "
-              f"{row['final_ratio']:12.2f}x")
+              f"{row['final_ratio']:12.2f}x {row['ceiling']:7.2f}x")
 
 
 if __name__ == "__main__":
