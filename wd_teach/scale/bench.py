@@ -543,17 +543,23 @@ def write_results(results: dict, path: str | Path) -> Path:
     return path
 
 
-def read_results(path: str | Path, form: str, what: str, source: str, make: str) -> dict:
-    """A JSON results file of format `form`, as `source` writes it, checked: a missing file,
-    one that is not JSON or one of another format is a BenchError that says `what` it should
-    hold and the command that `make`s it."""
+def read_json(path: str | Path, what: str, make: str) -> object:
+    """The JSON in `path`; a missing file, or one that is not JSON, is a BenchError that says
+    `what` it should hold and the command that `make`s it."""
     path = Path(path)
     if not path.is_file():
         raise BenchError(f"no {what} at {path}. Make them with `{make}`.")
     try:
-        found = json.loads(path.read_text())
+        return json.loads(path.read_text())
     except json.JSONDecodeError as err:
         raise BenchError(f"{path} is not JSON ({err}); make it again with `{make}`.") from err
+
+
+def read_results(path: str | Path, form: str, what: str, source: str, make: str) -> dict:
+    """A JSON results file of format `form`, as `source` writes it, checked: a missing file,
+    one that is not JSON or one of another format is a BenchError that says `what` it should
+    hold and the command that `make`s it."""
+    found = read_json(path, what, make)
     if not isinstance(found, dict) or found.get("format") != form:
         raise BenchError(f"{path} is not wd-teach {what} ({form}): not the output of "
                          f"{source}. Make them with `{make}`.")

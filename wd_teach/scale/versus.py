@@ -10,7 +10,6 @@ ratio here is between rows of one file. Notebook 09 reads its saved H100 file th
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +18,7 @@ from matplotlib import pyplot as plt
 
 from wd_teach.errors import BenchError
 from wd_teach.scale.bench import FORMAT as BENCH_FORMAT
+from wd_teach.scale.bench import read_json
 from wd_teach.scale.bench_pictures import _plain_numbers, saved_json
 
 FORMAT = "wd-teach-versus-warpdrive/1"
@@ -36,15 +36,8 @@ SHARED = "-shared"
 
 def load_versus(path: str | Path) -> dict:
     """A file `bench/versus_warpdrive.py` wrote, checked to be that."""
-    path = Path(path)
-    if not path.is_file():
-        raise BenchError(f"no versus-WarpDrive results at {path}. Make them on a GPU with "
-                         f"`python bench/versus_warpdrive.py {path}`.")
-    try:
-        found = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise BenchError(f"{path} is not JSON ({err}); give the file that "
-                         "`python bench/versus_warpdrive.py OUT.json` wrote.") from err
+    found = read_json(path, "versus-WarpDrive results",
+                      f"python bench/versus_warpdrive.py {path}")
     return check_versus(found, str(path))
 
 
