@@ -32,6 +32,7 @@ from pathlib import Path
 import nbformat
 from colab_cells import repository  # scripts/ is on the path when this runs as a script
 from jinja2 import DictLoader
+from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbconvert import HTMLExporter
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
@@ -72,13 +73,26 @@ def notebooks() -> list[Path]:
     return sorted(NOTEBOOKS.glob("*.ipynb"))
 
 
+def kernel_manager(sockets: str) -> KernelManager:
+    """A kernel that talks over Unix sockets in the folder `sockets`, its own, where the OS
+    has them. Over TCP, kernels started at once can race for a port (one picks a free
+    port, another binds it before the first kernel does: "Address already in use", then
+    "Kernel died before replying to kernel_info")."""
+    if os.name != "posix":
+        return KernelManager(kernel_name="python3")
+    return KernelManager(kernel_name="python3", transport="ipc",
+                         ip=os.path.join(sockets, "kernel"))
+
+
 def execute(source: Path, workdir: Path, executed: Path) -> float:
     """Run one notebook top to bottom in a fresh kernel, in `workdir` (a copy of notebooks/);
     write it with its outputs to `executed`. Returns the seconds it took."""
     notebook = nbformat.read(source, as_version=4)
     start = time.perf_counter()
-    NotebookClient(notebook, timeout=1200, kernel_name="python3", coalesce_streams=True,
-                   resources={"metadata": {"path": str(workdir)}}).execute()
+    with tempfile.TemporaryDirectory(prefix="wd-teach-kernel-") as sockets:
+        NotebookClient(notebook, km=kernel_manager(sockets), timeout=1200,
+                       kernel_name="python3", coalesce_streams=True,
+                       resources={"metadata": {"path": str(workdir)}}).execute()
     seconds = time.perf_counter() - start
     nbformat.write(notebook, executed)
     return seconds
