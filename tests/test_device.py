@@ -17,14 +17,19 @@ def test_report_has_a_row_for_every_piece():
     assert "backends that can run here" in report.table()
 
 
+def fresh_report():
+    """The doctor's report made anew (the monkeypatched pieces seen), and not kept after."""
+    device.discover.cache_clear()
+    try:
+        return device.discover()
+    finally:
+        device.discover.cache_clear()
+
+
 def test_triton_is_optional_and_the_doctor_says_what_it_is_for(monkeypatch):
     real = device._version
     monkeypatch.setattr(device, "_version", lambda d: None if d == "triton" else real(d))
-    device.discover.cache_clear()
-    try:
-        report = device.discover()
-    finally:
-        device.discover.cache_clear()
+    report = fresh_report()
     row = next(r for r in report.rows if r.piece == "Triton")
     assert row.ok is None and row.found == "not installed"  # optional, never a NO
     if report.has_gpu:  # what runs instead, and where Triton comes from
@@ -69,11 +74,7 @@ def test_old_driver_with_new_numba_toolkit_is_diagnosed(monkeypatch):
     monkeypatch.setattr(device, "_gpu", lambda: ("Tesla T4", (7, 5)))
     monkeypatch.setattr(device, "_driver_cuda_version", lambda: (12, 4))
     monkeypatch.setattr(device, "_numba_toolkit", lambda: (13, 0))
-    device.discover.cache_clear()
-    try:
-        report = device.discover()
-    finally:
-        device.discover.cache_clear()
+    report = fresh_report()
     row = next(r for r in report.rows if r.piece == "Numba's CUDA")
     assert row.ok is False
     assert "CUDA_ERROR_UNSUPPORTED_PTX_VERSION" in row.todo

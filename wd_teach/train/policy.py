@@ -332,8 +332,8 @@ class ActorCritic(nn.Module):
     def inputs(self, obs: torch.Tensor) -> torch.Tensor:
         """`obs` as the first product reads it (AlignedInput.pad: on a GPU, the compute
         dtype and an aligned width), for a learner that reads each sample many times:
-        padded once, its minibatches gather half the bytes (bf16) and skip the pad and
-        the cast on every pass. The policy computes the same function of either."""
+        padded once, its minibatches skip the pad and the cast on every pass. The policy
+        computes the same function of either."""
         first = (self.body if self.shared else self.actor)[0]
         if not obs.is_cuda or not isinstance(first, AlignedInput):
             return obs

@@ -119,8 +119,8 @@ class Learner(LearnerBase):
         self._prepared = False
         advantages, returns = gae(batch.rewards, batch.values, batch.dones, batch.last_values,
                                   c.gamma, c.gae_lambda)
-        # The observations as the policy's first product reads them, made once for every
-        # epoch's minibatches (padded, and half the bytes to gather in bf16).
+        # The observations as the policy's first product reads them (padded, in the compute
+        # dtype), made once: no minibatch of any epoch pads or casts them again.
         obs, actions = flat(self.inputs(batch.obs)), flat(batch.actions)
         old_log_probs, old_values = flat(batch.log_probs), flat(batch.values)
         advantages, returns = flat(advantages), flat(returns)
@@ -131,13 +131,10 @@ class Learner(LearnerBase):
         for order in self.orders:
             for start in range(0, samples, size):
                 i = order[start:start + size]
-                old_log_prob, old_value, advantage, ret = (old_log_probs[i], old_values[i],
-                                                           advantages[i], returns[i])
                 log_prob, entropy, value = self.policy.evaluate(obs[i], actions[i])
-                if c.normalize_advantages:
-                    advantage = normalize(advantage)
-                losses = loss(log_prob, entropy, value, old_log_prob, old_value, advantage,
-                              ret, c)
+                advantage = normalize(advantages[i]) if c.normalize_advantages else advantages[i]
+                losses = loss(log_prob, entropy, value, old_log_probs[i], old_values[i],
+                              advantage, returns[i], c)
                 gradient_step(self.optimizer, losses[0], self.policy.parameters(),
                               c.max_grad_norm, self.backward, self.reduce)
                 sums += torch.stack(losses).detach()
