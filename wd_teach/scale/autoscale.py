@@ -253,7 +253,7 @@ def valid_sizes(config: TrainConfig) -> Callable[[int], int]:
         try:
             for group in groups:
                 algorithm.check(config.algorithm, config.trainer.steps * num_envs * group.size,
-                                group.name)
+                                group.name, steps=config.trainer.steps)
         except ConfigError:
             return False
         return True

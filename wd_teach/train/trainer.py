@@ -99,7 +99,7 @@ class Trainer:
         check_fits(c.env.num_envs, self.env.num_agents)
         for group in self.groups:
             self.algorithm.check(c.algorithm, c.trainer.steps * c.env.num_envs * group.size,
-                                 group.name)
+                                 group.name, steps=c.trainer.steps)
 
         torch.manual_seed(self.seed)
         self.backend = c.env.backend or default_backend()

@@ -51,7 +51,7 @@ def check_ranges(config: Config) -> None:
     check_loss_weights(config)
 
 
-def check(config: Config, samples: int, policy: str) -> None:
+def check(config: Config, samples: int, policy: str, *, steps: int) -> None:
     """Nothing to divide: A2C takes the whole batch at once."""
 
 

@@ -2,8 +2,8 @@
 that owns the parts they share.
 
 An algorithm module (a2c.py, ppo.py, ddpg.py) holds, top to bottom: its `CAPABILITIES`, its
-`Config` of hyperparameters, `check_ranges(config)` and `check(config, samples, policy)`
-(clear errors before anything is built), its loss, and a `Learner(LearnerBase)` whose
+`Config` of hyperparameters, `check_ranges(config)` and `check(config, samples, policy,
+steps=...)` (clear errors before anything is built), its loss, and a `Learner(LearnerBase)` whose
 `update(batch)` turns a rollout into gradient steps. The trainer reads `CAPABILITIES` and
 nothing else about the module: no flag is looked up with a default.
 

@@ -57,7 +57,7 @@ def check_ranges(config: Config) -> None:
         require_number(f"algorithm.{key}", getattr(config, key), low=0)
 
 
-def check(config: Config, samples: int, policy: str) -> None:
+def check(config: Config, samples: int, policy: str, *, steps: int) -> None:
     """The replay buffer is a ring of whole rollouts: its size must be a multiple of one
     iteration's transitions, and hold a batch."""
     if config.replay_size % samples:

@@ -5,6 +5,11 @@ policy being trained. PPO takes many (several epochs of minibatches) and stays h
 the ratio r = pi_new(a|s) / pi_old(a|s): the objective is min(r * A, clip(r, 1 - eps,
 1 + eps) * A), so moving an action's probability further than eps brings no more reward.
 GAE advantages, normalised per minibatch; optionally the critic's step is clipped alike.
+
+A minibatch is either any samples (`shuffle="samples"`, every agent step on its own, as in
+CleanRL) or whole trajectories (`shuffle="trajectories"`, each agent's steps of the
+rollout kept together, as in JaxMARL's IPPO). The gradient's expectation is the same; the
+second gathers a few long rows instead of many short ones, and a GPU gathers by the row.
 """
 
 from __future__ import annotations
@@ -43,6 +48,10 @@ class Config:
     epochs: int = 4  # passes over each rollout
     num_minibatches: int = 4  # per pass; must divide every policy's samples
     normalize_advantages: bool = True
+    shuffle: str = "samples"  # what a minibatch draws: "samples" or "trajectories"
+
+
+SHUFFLES = ("samples", "trajectories")
 
 
 def check_ranges(config: Config) -> None:
@@ -53,22 +62,31 @@ def check_ranges(config: Config) -> None:
     require_number("algorithm.clip_coef", config.clip_coef, low=0, low_open=True)
     require_whole("algorithm.epochs", config.epochs, low=1)
     require_whole("algorithm.num_minibatches", config.num_minibatches, low=1)
+    if config.shuffle not in SHUFFLES:
+        raise ConfigError(f"algorithm.shuffle must be one of {', '.join(SHUFFLES)}, got "
+                          f"{config.shuffle!r}.")
 
 
-def check(config: Config, samples: int, policy: str) -> None:
-    """Minibatches of equal size: num_minibatches must divide the policy's samples."""
-    if config.num_minibatches > samples:
+def check(config: Config, samples: int, policy: str, *, steps: int) -> None:
+    """Minibatches of equal size: num_minibatches must divide what is shuffled, the
+    policy's samples or (shuffle="trajectories") its trajectories, samples / steps."""
+    if config.shuffle == "trajectories":
+        count, name, per, change = (samples // steps, "trajectories", "envs x its agents",
+                                    "env.num_envs")
+    else:
+        count, name, per, change = (samples, "samples", "steps x envs x its agents",
+                                    "trainer.steps or env.num_envs")
+    if config.num_minibatches > count:
         raise ConfigError(f"algorithm.num_minibatches={config.num_minibatches} is more than "
-                          f"the {samples:,} samples of policy {policy!r} per iteration "
-                          "(steps x envs x its agents): a minibatch needs at least one. "
-                          "Use fewer minibatches, or more trainer.steps or env.num_envs.")
-    if samples % config.num_minibatches:
-        divisors = [d for d in range(1, min(samples, 64) + 1) if samples % d == 0]
+                          f"the {count:,} {name} of policy {policy!r} per iteration ({per}): "
+                          f"a minibatch needs at least one. Use fewer minibatches, or more "
+                          f"{change}.")
+    if count % config.num_minibatches:
+        divisors = [d for d in range(1, min(count, 64) + 1) if count % d == 0]
         raise ConfigError(f"algorithm.num_minibatches={config.num_minibatches} does not divide "
-                          f"the {samples:,} samples of policy {policy!r} per iteration "
-                          "(steps x envs x its agents). Choose one of "
-                          f"{', '.join(map(str, divisors))}, or change trainer.steps or "
-                          "env.num_envs.")
+                          f"the {count:,} {name} of policy {policy!r} per iteration ({per}). "
+                          f"Choose one of {', '.join(map(str, divisors))}, or change "
+                          f"{change}.")
 
 
 def loss(log_prob, entropy, value, old_log_prob, old_value, advantage, returns,
@@ -102,13 +120,14 @@ class Learner(LearnerBase):
     def prepare(self, batch) -> None:
         """Draw every epoch's minibatch order for the next update, in place, so that a
         recorded update reads new orders on each replay."""
-        samples = flat(batch.rewards).shape[0]
+        steps, envs, agents = batch.rewards.shape
+        count = envs * agents if self.config.shuffle == "trajectories" else steps * envs * agents
         device = batch.rewards.device
-        if self.orders is None or self.orders.shape != (self.config.epochs, samples):
-            self.orders = torch.empty(self.config.epochs, samples, dtype=torch.long,
+        if self.orders is None or self.orders.shape != (self.config.epochs, count):
+            self.orders = torch.empty(self.config.epochs, count, dtype=torch.long,
                                       device=device)
         for epoch in range(self.config.epochs):
-            torch.randperm(samples, generator=self.generator, device=device,
+            torch.randperm(count, generator=self.generator, device=device,
                            out=self.orders[epoch])
         self._prepared = True
 
@@ -119,22 +138,34 @@ class Learner(LearnerBase):
         self._prepared = False
         advantages, returns = gae(batch.rewards, batch.values, batch.dones, batch.last_values,
                                   c.gamma, c.gae_lambda)
-        # The observations as the policy's first product reads them (padded, in the compute
-        # dtype), made once: no minibatch of any epoch pads or casts them again.
-        obs, actions = flat(self.inputs(batch.obs)), flat(batch.actions)
-        old_log_probs, old_values = flat(batch.log_probs), flat(batch.values)
-        advantages, returns = flat(advantages), flat(returns)
-        samples = obs.shape[0]
-        size = samples // c.num_minibatches
+        # The rows a minibatch draws from: samples, or (by trajectory) each agent's steps of
+        # the rollout side by side, one copy of each tensor in that order. The observations
+        # are made once as the policy's first product reads them (padded, in the compute
+        # dtype), already in that order: no minibatch of any epoch pads or casts them again.
+        by_trajectory = c.shuffle == "trajectories"
+        if by_trajectory:  # [steps, envs, agents, ...] -> [envs x agents, steps, ...]
+            def rows(x):
+                return x.movedim(0, 2).flatten(0, 1)
+            obs = self.inputs(batch.obs.movedim(0, 2)).flatten(0, 1)
+        else:  # [steps, envs, agents, ...] -> [samples, ...]
+            rows = flat
+            obs = flat(self.inputs(batch.obs))
+        tensors = (obs, *map(rows, (batch.actions, batch.log_probs, batch.values, advantages,
+                                    returns)))
+        count = obs.shape[0]
+        size = count // c.num_minibatches
         sums = torch.zeros(5, device=obs.device)  # the losses, entropy, clipped fraction
 
         for order in self.orders:
-            for start in range(0, samples, size):
+            for start in range(0, count, size):
                 i = order[start:start + size]
-                log_prob, entropy, value = self.policy.evaluate(obs[i], actions[i])
-                advantage = normalize(advantages[i]) if c.normalize_advantages else advantages[i]
-                losses = loss(log_prob, entropy, value, old_log_probs[i], old_values[i],
-                              advantage, returns[i], c)
+                obs_i, actions_i, old_log_probs_i, old_values_i, advantages_i, returns_i = (
+                    x[i].flatten(0, 1) if by_trajectory else x[i] for x in tensors)
+                log_prob, entropy, value = self.policy.evaluate(obs_i, actions_i)
+                if c.normalize_advantages:
+                    advantages_i = normalize(advantages_i)
+                losses = loss(log_prob, entropy, value, old_log_probs_i, old_values_i,
+                              advantages_i, returns_i, c)
                 gradient_step(self.optimizer, losses[0], self.policy.parameters(),
                               c.max_grad_norm, self.backward, self.reduce)
                 sums += torch.stack(losses).detach()
