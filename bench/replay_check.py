@@ -12,6 +12,7 @@ near a boundary flips, the two runs are different runs.
     python bench/replay_check.py --backend pycuda --precision fp32 --repeats 20
     python bench/replay_check.py --shared       # shared ReLU bodies: the fused products
     python bench/replay_check.py --envs 500     # Tag as configured, at a benchmark's size
+    python bench/replay_check.py --algorithm ppo --set algorithm.shuffle=trajectories
 """
 
 from __future__ import annotations
@@ -39,11 +40,12 @@ SHARED = [f"policies.{name}.{key}" for name in ("taggers", "runners")
 
 
 def compare(backend: str, precision: str, iterations: int, seed: int,
-            algorithm: str = "a2c", shared: bool = False, envs: int | None = None) -> list[dict]:
+            algorithm: str = "a2c", shared: bool = False, envs: int | None = None,
+            more: tuple[str, ...] = ()) -> list[dict]:
     size = SMALL_TAG if envs is None else [f"env.num_envs={envs}"]
     sets = [f"env.backend={backend}", f"trainer.precision={precision}",
             f"trainer.seed={seed}", *size, *ALGORITHMS[algorithm],
-            *(SHARED if shared else [])]
+            *(SHARED if shared else []), *more]
     graphed = Trainer("tag_continuous", gpu=True, sets=sets)
     eager = Trainer("tag_continuous", gpu=True, sets=[*sets, "trainer.cuda_graphs=false"])
     rows = []
@@ -75,15 +77,19 @@ def main() -> None:
     parser.add_argument("--envs", type=int, default=None,
                         help="Tag as configured (10 + 100 agents, [256, 256]) at this many "
                              "envs, instead of the small Tag")
+    parser.add_argument("--set", action="append", default=[],
+                        help="one more config change, key=value (repeatable)")
     args = parser.parse_args()
     exact = 0
     for r in range(args.repeats):
         rows = compare(args.backend, args.precision, args.iterations, seed=r,
-                       algorithm=args.algorithm, shared=args.shared, envs=args.envs)
+                       algorithm=args.algorithm, shared=args.shared, envs=args.envs,
+                       more=tuple(args.set))
         exact += all(row["actions_equal"] for row in rows)
         print(json.dumps({"backend": args.backend, "precision": args.precision, "seed": r,
                           "rows": rows}))
-    shape = (" shared" if args.shared else "") + (f" {args.envs} envs" if args.envs else "")
+    shape = ((" shared" if args.shared else "") + (f" {args.envs} envs" if args.envs else "")
+             + "".join(f" {change}" for change in args.set))
     print(f"SUMMARY {args.algorithm}{shape} {args.backend} {args.precision}: "
           f"{exact}/{args.repeats} "
           f"runs with every action equal over {args.iterations} iterations")

@@ -18,9 +18,10 @@ def tag(backend, *more):
                                                       *more])
 
 
-#: Tag's learner as configured (A2C), and PPO with epochs of shuffled minibatches.
-ALGORITHMS = {"a2c": [], "ppo": ["algorithm.name=ppo", "algorithm.epochs=2",
-                                 "algorithm.num_minibatches=4"]}
+#: Tag's learner as configured (A2C), and PPO with epochs of shuffled minibatches: of
+#: samples, or of whole trajectories.
+PPO = ["algorithm.name=ppo", "algorithm.epochs=2", "algorithm.num_minibatches=4"]
+ALGORITHMS = {"a2c": [], "ppo": PPO, "ppo-trajectories": [*PPO, "algorithm.shuffle=trajectories"]}
 
 
 def replayed_and_step_by_step(backend, precision, seed=0, algorithm="a2c"):
@@ -39,7 +40,8 @@ def weights(trainer):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("algorithm, precision, seed", [
     ("a2c", "fp32", 0), ("a2c", "fp32", 1), ("a2c", "fp32", 2), ("a2c", "tf32", 0),
-    ("a2c", "bf16", 0), ("ppo", "fp32", 0), ("ppo", "fp32", 1), ("ppo", "bf16", 0)])
+    ("a2c", "bf16", 0), ("ppo", "fp32", 0), ("ppo", "fp32", 1), ("ppo", "bf16", 0),
+    ("ppo-trajectories", "fp32", 0), ("ppo-trajectories", "bf16", 0)])
 def test_a_replayed_run_is_the_step_by_step_run_bit_for_bit(backend, algorithm, precision,
                                                             seed):
     """A replayed rollout and update launch the very kernels the step-by-step loop launches,
