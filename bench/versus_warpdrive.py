@@ -19,6 +19,7 @@ quoted between rows of one call.
 | ppo-bf16 | PPO, 4 epochs x 4 minibatches, 128 steps an iteration |
 | ppo-fp32 | the same PPO in fp32 |
 | ppo-tf32 | the same PPO in tf32 |
+| ppo-*-traj | the same PPO, minibatches of whole trajectories (as JaxMARL's IPPO) |
 | *-shared | the same, each policy's actor and critic sharing one ReLU body |
 
 The `-shared` settings run WarpDrive's FullyConnected model's shape (one body, two output
@@ -47,6 +48,8 @@ SETTINGS = {
     "ppo-fp32": [*PPO, "trainer.precision=fp32"],
     "ppo-tf32": [*PPO, "trainer.precision=tf32"],
 }
+SETTINGS.update({f"{name}-traj": [*sets, "algorithm.shuffle=trajectories"]
+                 for name, sets in list(SETTINGS.items()) if name.startswith("ppo")})
 #: WarpDrive's model shape: one ReLU body per policy, actor and critic output layers on it.
 SHARED = [f"policies.{name}.{key}" for name in ("taggers", "runners")
           for key in ("shared=true", "activation=relu")]
