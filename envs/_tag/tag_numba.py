@@ -6,6 +6,13 @@ functions take num_agents (and the slot i) where Numba indexes [env, agent].
 `mul` is a product that the compiler never fuses with an add into one fma (libdevice's
 fmul_rn on a GPU; on the simulator every product is rounded on its own anyway), so positions
 and distances come out bit for bit as in NumPy. tag.cuh says why that matters.
+
+A loop that runs a number of times known only at run time is a `while` loop here where C
+has `for`, for speed. Numba's `for k in range(n)` keeps a count of the steps left beside k,
+and the compiler could not prove k never negative, so each `a[k]` kept Python's check for a
+negative index; with those counters and checks the observe kernel needed more than its 64
+registers and spilled. A `while` loop with one counter compiles to what C's `for` does.
+Loops over a constant count (`range(MAX_NEAREST)`) are unrolled, so they stay `for` loops.
 """
 
 import numpy as np
@@ -50,10 +57,12 @@ def distance2(dx, dy):
 def stage_tile(loc_x, loc_y, in_game, env, start, count, tile_x, tile_y, tile_in):
     """Copy agents [start, start + count) of this environment into shared memory: the
     threads of the block share the copying, then each of them reads all of them there."""
-    for k in range(cuda.threadIdx.x, count, cuda.blockDim.x):
+    k = cuda.threadIdx.x
+    while k < count:  # while, not range: the module's docstring says why
         tile_x[k] = loc_x[env, start + k]
         tile_y[k] = loc_y[env, start + k]
         tile_in[k] = in_game[env, start + k]
+        k += cuda.blockDim.x
 
 
 @cuda.jit(device=True)
@@ -76,7 +85,9 @@ def keep_nearest(d2, other, best_d2, best, num_nearest):
             d2 = d
             other = b
             moving = True
-        if k == num_nearest - 1:
+        # C's k == num_nearest - 1; this way round the test is 32-bit, as in C (Numba
+        # would work out num_nearest - 1 in 64 bits and compare 64-bit in every slot).
+        if k + 1 == num_nearest:
             last = best_d2[k]
     return last
 
@@ -96,17 +107,23 @@ def find_nearest(loc_x, loc_y, in_game, env, agent, active, num_agents, num_near
         best_d2[k] = np.float32(np.inf)
         best[k] = -1
     worst = np.float32(np.inf)  # the distance in the last slot
-    for start in range(0, num_agents, TILE):
+    start = 0
+    while start < num_agents:  # while, not range: the module's docstring says why
         count = min(TILE, num_agents - start)
         stage_tile(loc_x, loc_y, in_game, env, start, count, tile_x, tile_y, tile_in)
         cuda.syncthreads()
-        for k in range(count if active else 0):
-            if start + k == agent or tile_in[k] == 0:
-                continue
-            d2 = distance2(tile_x[k] - my_x, tile_y[k] - my_y)
-            if d2 < worst:
-                worst = keep_nearest(d2, start + k, best_d2, best, num_nearest)
+        k = 0
+        while active and k < count:
+            # An if where C has `continue`, which here would skip the k += 1.
+            if start + k != agent and tile_in[k] != 0:
+                d2 = distance2(tile_x[k] - my_x, tile_y[k] - my_y)
+                if d2 < worst:
+                    # An int32, as best[] holds: Numba's sums are 64-bit, and with a 64-bit
+                    # index keep_nearest's swaps became branches instead of C's selects.
+                    worst = keep_nearest(d2, int32(start + k), best_d2, best, num_nearest)
+            k += 1
         cuda.syncthreads()  # everyone is done with this tile before the next overwrites it
+        start += TILE
     for k in range(MAX_NEAREST):
         if k < num_nearest:
             nearest[k] = best[k]
@@ -142,9 +159,12 @@ def observe_neighbor(o, dx, dy, field_size, is_runner):
 
 
 @cuda.jit(device=True)
-def clear(o):
-    for f in range(o.shape[0]):
+def clear(o, size):
+    """Zero the first size features of o (an empty neighbour slot)."""
+    f = 0
+    while f < size:
         o[f] = np.float32(0.0)
+        f += 1
 
 
 @cuda.jit(device=True)
@@ -178,18 +198,21 @@ def tag_catch(loc_x, loc_y, in_game, rewards, runners_left, num_agents, num_tagg
     my_y = loc_y[env, me]
     nearest = -1
     nearest_d2 = np.float32(0.0)
-    for start in range(0, num_taggers, TILE):
+    start = 0
+    while start < num_taggers:  # while, not range: the module's docstring says why
         count = min(TILE, num_taggers - start)
         stage_tile(loc_x, loc_y, in_game, env, start, count, tile_x, tile_y, tile_in)
         cuda.syncthreads()
-        for k in range(count if running else 0):
-            if tile_in[k] == 0:
-                continue
-            d2 = distance2(tile_x[k] - my_x, tile_y[k] - my_y)
-            if d2 <= reach2 and (nearest < 0 or d2 < nearest_d2):
-                nearest = start + k
-                nearest_d2 = d2
+        k = 0
+        while running and k < count:
+            if tile_in[k] != 0:
+                d2 = distance2(tile_x[k] - my_x, tile_y[k] - my_y)
+                if d2 <= reach2 and (nearest < 0 or d2 < nearest_d2):
+                    nearest = start + k
+                    nearest_d2 = d2
+            k += 1
         cuda.syncthreads()
+        start += TILE
     if nearest < 0:
         return
     rewards[env, me] = rewards[env, me] + tag_penalty

@@ -94,18 +94,20 @@ def tag_continuous_observe(loc_x, loc_y, speed, heading, in_game, obs, rewards, 
                                                   runner_max_speed)
     o[OWN_FEATURES + 1] = direction_x[heading[i]]
     o[OWN_FEATURES + 2] = direction_y[heading[i]]
-    for k in range(num_neighbors):
-        n = o[own_size * (k + 1):own_size * (k + 2)]
+    k = 0
+    while k < num_neighbors:  # while, not range: envs/_tag/tag_numba.py says why
+        n = o[own_size * (k + 1):]  # C's o + own_size * (k + 1): one bound to check, not two
         other = neighbor(k, agent, full_observation, nearest)
         j = (env, other if other >= 0 else 0)
-        if other < 0 or in_game[j] == 0:
-            clear(n)
-            continue
-        observe_neighbor(n, loc_x[j] - loc_x[i], loc_y[j] - loc_y[i], field_size,
-                         other >= num_taggers)
-        n[OWN_FEATURES + 0] = speed[j] / max_speed_of(other, num_taggers, tagger_max_speed,
-                                                      runner_max_speed)
-        n[OWN_FEATURES + 1] = direction_x[heading[j]]
-        n[OWN_FEATURES + 2] = direction_y[heading[j]]
+        if other < 0 or in_game[j] == 0:  # an else where C has `continue`: keeps the k += 1
+            clear(n, own_size)
+        else:
+            observe_neighbor(n, loc_x[j] - loc_x[i], loc_y[j] - loc_y[i], field_size,
+                             other >= num_taggers)
+            n[OWN_FEATURES + 0] = speed[j] / max_speed_of(other, num_taggers, tagger_max_speed,
+                                                          runner_max_speed)
+            n[OWN_FEATURES + 1] = direction_x[heading[j]]
+            n[OWN_FEATURES + 2] = direction_y[heading[j]]
+        k += 1
     end_game(env, agent, agent >= num_taggers, in_game, rewards, done, timestep, runners_left,
              episode_length, end_reward)

@@ -67,14 +67,16 @@ def tag_grid_observe(loc_x, loc_y, in_game, obs, rewards, done, timestep, runner
     i = (env, agent)
     o = obs[env, agent]
     observe_self(o, loc_x[i], loc_y[i], field_size, agent >= num_taggers, in_game[i])
-    for k in range(num_neighbors):
-        n = o[own_size * (k + 1):own_size * (k + 2)]
+    k = 0
+    while k < num_neighbors:  # while, not range: envs/_tag/tag_numba.py says why
+        n = o[own_size * (k + 1):]  # C's o + own_size * (k + 1): one bound to check, not two
         other = neighbor(k, agent, full_observation, nearest)
         j = (env, other if other >= 0 else 0)
-        if other < 0 or in_game[j] == 0:
-            clear(n)
-            continue
-        observe_neighbor(n, loc_x[j] - loc_x[i], loc_y[j] - loc_y[i], field_size,
-                         other >= num_taggers)
+        if other < 0 or in_game[j] == 0:  # an else where C has `continue`: keeps the k += 1
+            clear(n, own_size)
+        else:
+            observe_neighbor(n, loc_x[j] - loc_x[i], loc_y[j] - loc_y[i], field_size,
+                             other >= num_taggers)
+        k += 1
     end_game(env, agent, agent >= num_taggers, in_game, rewards, done, timestep, runners_left,
              episode_length, end_reward)
