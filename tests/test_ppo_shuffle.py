@@ -111,8 +111,9 @@ def test_the_trainer_trains_by_trajectory():
     (["algorithm.num_minibatches=8"], None),  # 8 divides the 32 samples
 ])
 def test_minibatches_must_divide_what_is_shuffled(sets, words):
-    make = lambda: Trainer("cartpole", gpu=False,  # noqa: E731
-                           sets=["env.num_envs=4", "trainer.steps=8", *sets])
+    def make():
+        return Trainer("cartpole", gpu=False, sets=["env.num_envs=4", "trainer.steps=8", *sets])
+
     if words is None:
         make()
         return

@@ -360,23 +360,27 @@ class CategoricalActorCritic(ActorCritic):
     def logits(self, obs: torch.Tensor) -> torch.Tensor:
         return self.actor(self.body(obs))
 
-    def probabilities(self, logits: torch.Tensor) -> torch.Tensor:
-        """Each head's softmax, side by side along the last axis (one kernel for all the
-        heads where they are of one size)."""
+    def per_head(self, logits: torch.Tensor) -> torch.Tensor | list[torch.Tensor]:
+        """The logits per head: one [.., heads, n] view where the heads are of one size (so
+        one kernel serves them all), else a list of the heads' [.., n_i]."""
         counts = self.num_actions
         if len(set(counts)) == 1:
-            per_head = logits.unflatten(-1, (len(counts), counts[0]))
-            return torch.softmax(per_head, dim=-1).flatten(-2)
-        heads = logits.split(counts, dim=-1)
+            return logits.unflatten(-1, (len(counts), counts[0]))
+        return list(logits.split(counts, dim=-1))
+
+    def probabilities(self, logits: torch.Tensor) -> torch.Tensor:
+        """Each head's softmax, side by side along the last axis."""
+        heads = self.per_head(logits)
+        if isinstance(heads, torch.Tensor):
+            return torch.softmax(heads, dim=-1).flatten(-2)
         return torch.cat([torch.softmax(h, dim=-1) for h in heads], dim=-1)
 
     def log_softmax(self, logits: torch.Tensor) -> torch.Tensor | list[torch.Tensor]:
-        """Each head's log-probabilities: one [.., heads, n] tensor where the heads are
-        of one size (one kernel for all of them), else a list of the heads'."""
-        counts = self.num_actions
-        if len(set(counts)) == 1:
-            return torch.log_softmax(logits.unflatten(-1, (len(counts), counts[0])), dim=-1)
-        return [torch.log_softmax(h, dim=-1) for h in logits.split(counts, dim=-1)]
+        """Each head's log-probabilities, in the form `per_head` gives."""
+        heads = self.per_head(logits)
+        if isinstance(heads, torch.Tensor):
+            return torch.log_softmax(heads, dim=-1)
+        return [torch.log_softmax(h, dim=-1) for h in heads]
 
     def log_prob(self, logits: torch.Tensor, actions: torch.Tensor,
                  log_softmax=None) -> torch.Tensor:

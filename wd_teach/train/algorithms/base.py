@@ -3,9 +3,10 @@ that owns the parts they share.
 
 An algorithm module (a2c.py, ppo.py, ddpg.py) holds, top to bottom: its `CAPABILITIES`, its
 `Config` of hyperparameters, `check_ranges(config)` and `check(config, samples, policy,
-steps=...)` (clear errors before anything is built), its loss, and a `Learner(LearnerBase)` whose
-`update(batch)` turns a rollout into gradient steps. The trainer reads `CAPABILITIES` and
-nothing else about the module: no flag is looked up with a default.
+steps=...)` (clear errors before anything is built), its loss, and a
+`Learner(LearnerBase)` whose `update(batch)` turns a rollout into gradient steps. The
+trainer reads `CAPABILITIES` and nothing else about the module: no flag is looked up with a
+default.
 
 LearnerBase keeps a policy and its optimisers, and the two hooks a driver from outside
 sets: `backward` (Lightning's manual_backward instead of loss.backward()) and `reduce` (the
