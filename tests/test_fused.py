@@ -68,6 +68,75 @@ def test_the_kernel_in_tritons_interpreter():
     assert "checked 4" in done.stdout
 
 
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None,
+                    reason="Triton is not installed here (pip install -e '.[dev]'); "
+                           "tests/gpu/test_training_gpu.py runs the kernel on a GPU")
+def test_the_masked_product_in_tritons_interpreter():
+    """(a @ w) masked by h > 0 and its column sums: the inner size in one slice, in several
+    (256 = 4 x 64), and not a multiple of 16 (heads of 13, a critic's 1); rows that do not
+    fill the last block. The product rounds once from fp32 sums, as cuBLAS's does, so the
+    values agree with PyTorch's product to the dtype's rounding and the zeros are exactly
+    where h is not positive. In fp16 and fp32: the interpreter's product runs in NumPy,
+    which has no bfloat16 (it returns garbage for bf16 operands), so bf16 is checked on the
+    GPU (tests/gpu/test_training_gpu.py); the kernel is the same for every dtype."""
+    script = textwrap.dedent("""
+        import os
+        os.environ["TRITON_INTERPRET"] = "1"
+        import torch
+        from wd_teach.train import fused
+        cases = [(130, 16, 256, torch.float16), (200, 256, 256, torch.float16),
+                 (70, 13, 128, torch.float32), (65, 1, 16, torch.float16),
+                 (1, 8, 64, torch.float32)]
+        for rows, k, cols, dtype in cases:
+            torch.manual_seed(rows)
+            a = torch.randn(rows, k).to(dtype)
+            w = torch.randn(k, cols).to(dtype)
+            h = torch.relu(torch.randn(rows, cols)).to(dtype)
+            assert fused.product_takes(a, w, h) == (dtype == torch.float16 and k <= 64)
+            g, db = fused._triton_masked_product(a, w, h)
+            want = torch.where(h > 0, (a.float() @ w.float()).to(dtype),
+                               torch.zeros((), dtype=dtype))
+            assert g.dtype == dtype and g.shape == (rows, cols)
+            assert (g[h <= 0] == 0).all()
+            tol = 1e-5 if dtype == torch.float32 else 2e-3
+            torch.testing.assert_close(g.float(), want.float(), rtol=tol, atol=tol)
+            assert db.dtype == dtype and db.shape == (cols,)
+            torch.testing.assert_close(db.float(), g.float().sum(0), rtol=1e-2, atol=1e-2)
+            assert torch.equal(db, fused._triton_masked_product(a, w, h)[1])  # no atomics
+        print("checked", len(cases))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "checked 5" in done.stdout
+
+
+def test_shapes_the_masked_product_takes():
+    bf = torch.bfloat16
+    assert fused.product_takes(torch.zeros(5, 16, dtype=bf), torch.zeros(16, 256, dtype=bf),
+                               torch.zeros(5, 256, dtype=bf))
+    # a hidden layer's gradient into the one below (k 256): cuBLAS's product is faster
+    assert not fused.product_takes(torch.zeros(5, 256, dtype=bf), torch.zeros(256, 256, dtype=bf),
+                                   torch.zeros(5, 256, dtype=bf))
+    # fp32 (and tf32) keep cuBLAS's product
+    assert not fused.product_takes(torch.zeros(5, 16), torch.zeros(16, 256),
+                                   torch.zeros(5, 256))
+    for a, w, h in [((5, 16), (16, 100), (5, 100)), ((5, 16), (16, 2048), (5, 2048)),
+                    ((5, 16), (8, 256), (5, 256)), ((5, 16), (16, 256), (4, 256)),
+                    ((0, 16), (16, 256), (0, 256)), ((5, 16), (16, 8), (5, 8))]:
+        args = [torch.zeros(shape, dtype=bf) for shape in (a, w, h)]
+        assert not fused.product_takes(*args), (a, w, h)
+
+
+def test_off_the_gpu_the_masked_product_is_the_product_then_relu_backward():
+    torch.manual_seed(1)
+    a, w, h = torch.randn(20, 13), torch.randn(13, 64), torch.relu(torch.randn(20, 64))
+    g, db = fused.masked_product(a, w, h)
+    want = torch.ops.aten.threshold_backward(a @ w, h, 0)
+    assert torch.equal(g, want)
+    assert torch.equal(db, want.sum(0))
+
+
 def test_a_kernel_that_cannot_be_built_falls_back_and_says_so(monkeypatch):
     """Where Triton fails (no C compiler, say), PyTorch's kernels take over with a warning,
     and the results are the same."""
