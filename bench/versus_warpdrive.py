@@ -21,6 +21,7 @@ quoted between rows of one call.
 | ppo-tf32 | the same PPO in tf32 |
 | ppo-*-traj | the same PPO, minibatches of whole trajectories (as JaxMARL's IPPO) |
 | *-shared | the same, each policy's actor and critic sharing one ReLU body |
+| *-compiled | the same, the loss compiled (trainer.compile: a few fused Triton kernels) |
 
 The `-shared` settings run WarpDrive's FullyConnected model's shape (one body, two output
 layers): half the hidden-layer work of our default, two networks per policy.
@@ -54,6 +55,8 @@ SETTINGS.update({f"{name}-traj": [*sets, "algorithm.shuffle=trajectories"]
 SHARED = [f"policies.{name}.{key}" for name in ("taggers", "runners")
           for key in ("shared=true", "activation=relu")]
 SETTINGS.update({f"{name}-shared": [*sets, *SHARED] for name, sets in list(SETTINGS.items())})
+SETTINGS.update({f"{name}-compiled": [*sets, "trainer.compile=true"]
+                 for name, sets in list(SETTINGS.items())})
 
 
 def warpdrive(anchor: Path, num_envs: int) -> dict:

@@ -41,13 +41,13 @@ def learner(shuffle: str, **config) -> ppo.Learner:
 def minibatches(learn: ppo.Learner) -> list[torch.Tensor]:
     """The observations of every minibatch one update evaluates, in order."""
     seen = []
-    evaluate = learn.policy.evaluate
+    outputs = learn.policy.outputs
 
-    def spy(obs, actions):
+    def spy(obs):
         seen.append(obs.detach().clone())
-        return evaluate(obs, actions)
+        return outputs(obs)
 
-    learn.policy.evaluate = spy
+    learn.policy.outputs = spy
     learn.update(batch())
     return seen
 

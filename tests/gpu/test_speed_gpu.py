@@ -21,7 +21,11 @@ def tag(backend, *more):
 #: Tag's learner as configured (A2C), and PPO with epochs of shuffled minibatches: of
 #: samples, or of whole trajectories.
 PPO = ["algorithm.name=ppo", "algorithm.epochs=2", "algorithm.num_minibatches=4"]
-ALGORITHMS = {"a2c": [], "ppo": PPO, "ppo-trajectories": [*PPO, "algorithm.shuffle=trajectories"]}
+#: Either with its loss compiled (trainer.compile: Inductor's Triton kernels, recorded and
+#: replayed like any others).
+ALGORITHMS = {"a2c": [], "ppo": PPO, "ppo-trajectories": [*PPO, "algorithm.shuffle=trajectories"],
+              "a2c-compiled": ["trainer.compile=true"],
+              "ppo-compiled": [*PPO, "algorithm.shuffle=trajectories", "trainer.compile=true"]}
 
 
 def replayed_and_step_by_step(backend, precision, seed=0, algorithm="a2c"):
@@ -41,7 +45,8 @@ def weights(trainer):
 @pytest.mark.parametrize("algorithm, precision, seed", [
     ("a2c", "fp32", 0), ("a2c", "fp32", 1), ("a2c", "fp32", 2), ("a2c", "tf32", 0),
     ("a2c", "bf16", 0), ("ppo", "fp32", 0), ("ppo", "fp32", 1), ("ppo", "bf16", 0),
-    ("ppo-trajectories", "fp32", 0), ("ppo-trajectories", "bf16", 0)])
+    ("ppo-trajectories", "fp32", 0), ("ppo-trajectories", "bf16", 0),
+    ("a2c-compiled", "bf16", 0), ("ppo-compiled", "fp32", 0), ("ppo-compiled", "bf16", 0)])
 def test_a_replayed_run_is_the_step_by_step_run_bit_for_bit(backend, algorithm, precision,
                                                             seed):
     """A replayed rollout and update launch the very kernels the step-by-step loop launches,

@@ -163,20 +163,25 @@ def test_observations_padded_once_give_the_same_bits_on_the_gpu(precision, share
         assert torch.equal(raw, padded)
 
 
+@pytest.mark.parametrize("shared", [True, False])
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
-def test_the_fused_linear_relu_computes_the_pair_on_the_gpu(precision, monkeypatch):
+def test_the_fused_linear_relu_computes_the_pair_on_the_gpu(precision, shared, monkeypatch):
     """A shared ReLU policy at Tag's sizes on the GPU: with the fused products (the
     default: hidden layers with their ReLU, both output layers in one) and without them,
     the same outputs and weight gradients to the precision's rounding, and the fused run
     really made the two hidden layers' fused products."""
-    from wd_teach.train import policy
+    from wd_teach.train import fused, policy
     from wd_teach.train.policy import CategoricalActorCritic
 
     torch.manual_seed(0)
-    net = CategoricalActorCritic(77, [3, 4], [256, 256], shared=True,
+    net = CategoricalActorCritic(77, [3, 4], [256, 256], shared=shared,
                                  activation="relu").cuda()
     x = torch.randn(4096, 77, device="cuda")
     tol = {"fp32": 1e-5, "bf16": 2e-2}[precision]
+    products = []
+    triton_product = fused._triton_masked_product
+    monkeypatch.setattr(fused, "_triton_masked_product",
+                        lambda *a: products.append(a[0].shape) or triton_product(*a))
 
     def run():
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=precision == "bf16"):
@@ -188,13 +193,18 @@ def test_the_fused_linear_relu_computes_the_pair_on_the_gpu(precision, monkeypat
     calls, fused_product = [], torch._addmm_activation
     monkeypatch.setattr(torch, "_addmm_activation",
                         lambda *a, **k: calls.append(a[1].dtype) or fused_product(*a, **k))
-    fused = run()
-    assert calls == [torch.bfloat16 if precision == "bf16" else torch.float32] * 2
+    fused_run = run()
+    layers = 2 if shared else 4
+    assert calls == [torch.bfloat16 if precision == "bf16" else torch.float32] * layers
+    # bf16: the output layers' gradients into the top hidden layer came from Triton's
+    # masked product (one stacked output layer, or the actor's and the critic's); fp32,
+    # and a hidden layer's gradient into the one below, keep cuBLAS's product
+    assert len(products) == {"fp32": 0, "bf16": 1 if shared else 2}[precision]
     monkeypatch.setattr(policy, "FUSE_LINEAR_RELU", False)
     monkeypatch.setattr(policy, "FUSE_HEADS", False)
     plain = run()
-    assert len(calls) == 2  # the switch turned the fused products off
-    for a, b in zip(fused, plain, strict=True):
+    assert len(calls) == layers  # the switch turned the fused products off
+    for a, b in zip(fused_run, plain, strict=True):
         torch.testing.assert_close(a, b, rtol=tol, atol=tol)
 
 
@@ -217,3 +227,75 @@ def test_the_fused_relu_backward_runs_triton_on_the_gpu(dtype):
     tol = {torch.float32: 1e-4, torch.bfloat16: 1e-2}[dtype]
     torch.testing.assert_close(db.float(), want.float().sum(0), rtol=tol, atol=tol * 10)
     assert torch.equal(db, fused.relu_backward(grad, out)[1])
+
+
+@pytest.mark.parametrize("k, cols", [(16, 256), (13, 128), (1, 64), (256, 256)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_the_masked_product_runs_triton_on_the_gpu(dtype, k, cols):
+    """(a @ w) masked by h > 0 in one Triton kernel: the stacked heads' gradient into the
+    top layer (k 16), an actor's 13 outputs, a critic's one; and a hidden layer's (256),
+    which masked_product leaves to cuBLAS (slower in Triton) but the kernel must still get
+    right. Its values are cuBLAS's product to one rounding of the dtype (both sum in fp32
+    and round once), its zeros exactly where h is not positive, its bias gradient the row
+    sum, the same bits on a second run."""
+    from wd_teach.train import fused
+
+    torch.manual_seed(k)
+    rows = 100_003
+    a = torch.randn(rows, k, device="cuda").to(dtype)
+    w = (torch.randn(k, cols, device="cuda") / k ** 0.5).to(dtype)
+    h = torch.relu(torch.randn(rows, cols, device="cuda")).to(dtype)
+    if k <= 64:
+        assert fused._product_fusable(a, w, h), "Triton's kernel is not the path taken here"
+        product = fused.masked_product
+    else:
+        assert not fused._product_fusable(a, w, h)
+        product = fused._triton_masked_product
+    g, db = product(a, w, h)
+    want = torch.ops.aten.threshold_backward(a @ w, h, 0)
+    assert g.dtype == db.dtype == dtype
+    assert torch.equal(g[h <= 0], torch.zeros_like(g[h <= 0]))
+    ulp = {torch.bfloat16: 2 ** -7, torch.float16: 2 ** -10}[dtype]
+    assert ((g.float() - want.float()).abs() <= ulp * want.float().abs() + 1e-6).all()
+    assert (g == want).float().mean() > 0.95  # almost all the very same bits
+    torch.testing.assert_close(db.float(), g.float().sum(0), rtol=1e-2, atol=1e-1)
+    again = product(a, w, h)
+    assert torch.equal(g, again[0]) and torch.equal(db, again[1])
+
+
+@pytest.mark.parametrize("shared", [True, False])
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_a_compiled_loss_is_the_plain_loss_on_the_gpu(precision, shared):
+    """trainer.compile on a GPU: Inductor's fused kernels for PPO's loss of a minibatch at
+    Tag's widths give the plain loss's values and the same gradient for the output
+    layers (the stacked heads' one tensor, or the actor's and the critic's) to fp32's
+    rounding: the loss runs in fp32 either way, only the order of its sums differs (in
+    bf16 the gradient is rounded to bf16 after, so one bf16 rounding apart at most)."""
+    from wd_teach.train.algorithms import ppo
+    from wd_teach.train.algorithms.base import LearnerOptions
+    from wd_teach.train.policy import CategoricalActorCritic
+
+    torch.compiler.reset()
+    torch.manual_seed(0)
+    policy = CategoricalActorCritic(77, [6, 6], [256, 256], shared=shared,
+                                    activation="relu").cuda()
+    rows = 20_000
+    obs = torch.randn(rows, 77, device="cuda")
+    tensors = (torch.randint(0, 6, (rows, 2), device="cuda"),
+               -torch.rand(rows, device="cuda") * 3, torch.randn(rows, device="cuda"),
+               torch.randn(rows, device="cuda"), torch.randn(rows, device="cuda"))
+    results = []
+    for compile in (False, True):
+        options = LearnerOptions(lr=1e-3, generator=torch.Generator("cuda"), compile=compile)
+        learner = ppo.Learner(policy, ppo.Config(), options)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=precision == "bf16"):
+            outputs = policy.outputs(obs)
+            leaves = [outputs] if isinstance(outputs, torch.Tensor) else list(outputs)
+            losses = learner.minibatch_loss(outputs, *tensors)
+        results.append([*losses, *torch.autograd.grad(losses[0], leaves)])
+    from torch._dynamo.utils import counters
+    assert counters["stats"]["unique_graphs"] >= 1  # the compiled one really compiled
+    for got, want in zip(results[1], results[0], strict=True):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        rtol = 1e-4 if got.dtype == torch.float32 else 2 ** -7  # bf16: one rounding apart
+        torch.testing.assert_close(got.float(), want.float(), rtol=rtol, atol=1e-6)

@@ -99,6 +99,7 @@ class TrainerSection:
     cuda_graphs: bool = True  # on a GPU, replay each rollout (and A2C's update) as a graph
     precision: str = "fp32"  # the policy's matmuls: fp32, tf32 or bf16 (GPU only)
     chunk_samples: int = 1_048_576  # the update's forward/backward in parts of this size
+    compile: bool = False  # on a GPU, compile the loss into a few fused kernels (Triton)
     logger: str = "csv"  # csv: files at the end; tensorboard: event files as it trains too
 
 
@@ -237,6 +238,9 @@ def build(raw: dict) -> TrainConfig:
         if policy.activation not in (None, *ACTIVATIONS):
             raise ConfigError(f"policies.{name}.activation must be one of "
                               f"{', '.join(ACTIVATIONS)}, got {policy.activation!r}.")
+    if trainer.compile and not module.CAPABILITIES.compiled_loss:
+        raise ConfigError(f"trainer.compile: algorithm {algorithm_name!r} has no loss to "
+                          "compile (A2C and PPO have). Set trainer.compile=false.")
     module.check_ranges(algorithm)
     return TrainConfig(env, policies, algorithm_name, algorithm, trainer)
 

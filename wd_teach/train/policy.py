@@ -24,14 +24,17 @@ traffic, in the rollout and in the update.
 
 On a GPU two things make the same networks cheaper without changing what they compute:
 the input layer pads its rows to 16 bytes (AlignedInput), and each Linear followed by a
-ReLU runs as one product with the bias and the ReLU fused into it (Layers, LinearReLU).
+ReLU runs as one product with the bias and the ReLU fused into it, and the backward pass
+applies each ReLU's mask inside the product that makes its gradient (Layers, ReLUStack).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 import torch
@@ -40,9 +43,10 @@ from gymnasium import spaces
 from torch import nn
 
 from wd_teach.errors import ConfigError
-from wd_teach.train.fused import relu_backward
+from wd_teach.train.fused import masked_product, relu_backward
 
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+T = TypeVar("T")
 
 
 # -- groups of agents -------------------------------------------------------------------------
@@ -182,9 +186,53 @@ class AlignedInput(nn.Linear):
         n = self.in_features
         if n % self.ALIGN == 0:
             return x, self.weight
+        return self.pad(x), prepared(self.weight, "padded", self.padded_weight)
+
+    def padded_weight(self) -> torch.Tensor:
+        """The weight with zero columns up to `width`."""
         weight = self.weight.new_zeros((self.out_features, self.width))
-        weight[:, :n] = self.weight
-        return self.pad(x), weight
+        weight[:, :self.in_features] = self.weight
+        return weight
+
+
+# -- weights made ready once while they stay fixed --------------------------------------------
+
+_PREPARED: dict | None = None  # inside fixed_weights(): (id, what) -> (owner, tensor)
+
+
+@contextmanager
+def fixed_weights() -> Iterator[None]:
+    """A block in which no weight changes and no gradient is taken (a rollout): each
+    weight's form for the products (cast to the compute dtype, padded, the two output
+    layers stacked) is made once, at its first use, and reused after. Without it every
+    step makes its own: in a 128-step rollout of two ReLU policies some 3,000 small
+    kernels, about 6 ms of a replayed rollout. A recorded rollout records them once, at
+    its start, so each replay makes them afresh from the weights of that moment."""
+    global _PREPARED
+    outer = _PREPARED
+    _PREPARED = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _PREPARED = outer
+
+
+def prepared(owner, what, make: Callable[[], T]) -> T:
+    """make(): inside fixed_weights (and with no gradient taken), made once for (owner,
+    what) and reused; anywhere else, made on every call."""
+    if _PREPARED is None or torch.is_grad_enabled():
+        return make()
+    key = (id(owner), what)
+    if key not in _PREPARED:
+        _PREPARED[key] = (owner, make())  # the owner kept alive: its id stays its own
+    return _PREPARED[key][1]
+
+
+def cast(tensor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """`tensor` in `dtype` (prepared: made once inside fixed_weights)."""
+    if tensor.dtype == dtype:
+        return tensor
+    return prepared(tensor, dtype, lambda: tensor.to(dtype))
 
 
 def compute_dtype(x: torch.Tensor) -> torch.dtype:
@@ -195,46 +243,85 @@ def compute_dtype(x: torch.Tensor) -> torch.dtype:
 
 
 #: Whether a Linear followed by a ReLU runs as one fused product on a GPU (Layers), and
-#: whether a shared body's two output layers run as one (ActorCritic.both_heads). Switches
+#: whether a shared body's two output layers run as one (ActorCritic.stacked_heads). Switches
 #: for benchmarks that measure the difference; the function computed is the same.
 FUSE_LINEAR_RELU = True
 FUSE_HEADS = True
 
 
-class LinearReLU(torch.autograd.Function):
-    """relu(x @ weight.T + bias) as one cuBLASLt product, the bias and the ReLU done in its
-    epilogue: the [rows, out] result is written once, where a Linear then a ReLU write it,
-    read it and write it again. At Tag's 1.1 M rows a step (10,000 envs) that pass over
-    280 MB is about a third of the layer's time.
+class ReLUStack(torch.autograd.Function):
+    """Hidden layers h = relu(h @ weight.T + bias), one after another, and, if asked, a
+    linear output layer after them, as one node of the autograd graph.
 
-    x [rows, in], weight [out, in], bias [out], all of one dtype. The backward pass is the
-    one autograd runs for the pair: ReLU's mask from the saved output, then the product's
-    three gradients (the input's only where it needs one: observations need none). The
-    mask and the bias gradient come from one pass over memory (fused.relu_backward)."""
+    Forward, each hidden layer is one cuBLASLt product with the bias and the ReLU in its
+    epilogue: its [rows, out] result is written once, where a Linear then a ReLU write it,
+    read it and write it again (at Tag's 1.1 M rows a step, 10,000 envs, that pass over
+    280 MB is about a third of the layer's time).
+
+    Backward, the layers are in one node so that each layer's input gradient can be made
+    with the ReLU mask of the layer before already applied (fused.masked_product): the
+    gradient at every layer boundary is written once, masked, and the mask's own pass over
+    memory goes. The bias gradients come from the same passes. Only the top layer's mask,
+    where no output layer follows, takes a pass of its own (fused.relu_backward).
+
+    x [rows, in]; `with_output`; then weight, bias of each layer in order (the output
+    layer's last), all of one dtype. The input's gradient is made only where it is needed
+    (observations need none)."""
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor):
-        out = torch._addmm_activation(bias, x, weight.t())
-        ctx.save_for_backward(x, weight, out)
-        return out
+    def forward(ctx, x: torch.Tensor, with_output: bool, *params: torch.Tensor):
+        weights, biases = params[0::2], params[1::2]
+        hidden = len(weights) - with_output
+        outs = []
+        h = x
+        for weight, bias in zip(weights[:hidden], biases[:hidden], strict=True):
+            h = torch._addmm_activation(bias, h, weight.t())
+            outs.append(h)
+        if with_output:
+            h = torch.addmm(biases[-1], h, weights[-1].t())
+        ctx.with_output, ctx.hidden = with_output, hidden
+        ctx.save_for_backward(x, *outs, *params)
+        return h
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
-        x, weight, out = ctx.saved_tensors
-        grad, grad_bias = relu_backward(grad, out)  # one pass on a GPU (wd_teach.train.fused)
-        grad_x = grad @ weight if ctx.needs_input_grad[0] else None
-        return grad_x, grad.t() @ x, grad_bias
+        saved = ctx.saved_tensors
+        hidden = ctx.hidden
+        inputs = saved[:hidden + 1]  # each layer's input: x, then every hidden output
+        params = saved[hidden + 1:]
+        weights = params[0::2]
+        grads: list[torch.Tensor | None] = [None] * len(params)
+        top = inputs[hidden]  # the last hidden layer's output
+        if ctx.with_output:
+            grads[-2], grads[-1] = grad.t() @ top, grad.sum(0)
+            grad, grad_bias = masked_product(grad, weights[-1], top)
+        else:
+            grad, grad_bias = relu_backward(grad, top)
+        # Here and below `grad` is the gradient before the ReLU of layer `i`.
+        grad_x = None
+        for i in reversed(range(hidden)):
+            grads[2 * i], grads[2 * i + 1] = grad.t() @ inputs[i], grad_bias
+            if i > 0:
+                grad, grad_bias = masked_product(grad, weights[i], inputs[i])
+            elif ctx.needs_input_grad[0]:
+                grad_x = grad @ weights[0]
+        return (grad_x, None, *grads)
 
 
-def linear_relu(linear: nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    """relu(linear(x)) through LinearReLU, in the dtype autocast would use, any leading
-    dims (flattened to rows for the product and back)."""
-    inputs, weight = (linear.operands(x) if isinstance(linear, AlignedInput)
-                      else (x, linear.weight))
+def relu_stack(linears: Sequence[nn.Linear], x: torch.Tensor, output=None) -> torch.Tensor:
+    """relu(...relu(linears[0](x))...) through ReLUStack, then `output` if given (an
+    nn.Linear, or a (weight, bias) pair), in the dtype autocast would use, any leading dims
+    (flattened to rows for the products and back)."""
+    first = linears[0]
+    inputs, weight = (first.operands(x) if isinstance(first, AlignedInput)
+                      else (x, first.weight))
+    params = [weight, first.bias, *[p for lin in linears[1:] for p in (lin.weight, lin.bias)]]
+    if output is not None:
+        params += list(output) if isinstance(output, tuple) else [output.weight, output.bias]
     dtype = compute_dtype(inputs)
     rows = inputs.reshape(-1, inputs.shape[-1]).to(dtype)
-    out = LinearReLU.apply(rows, weight.to(dtype), linear.bias.to(dtype))
-    return out.view(*inputs.shape[:-1], linear.out_features)
+    out = ReLUStack.apply(rows, output is not None, *(cast(p, dtype) for p in params))
+    return out.view(*inputs.shape[:-1], out.shape[-1])
 
 
 def fuses(x: torch.Tensor) -> bool:
@@ -243,24 +330,50 @@ def fuses(x: torch.Tensor) -> bool:
     return x.is_cuda and FUSE_LINEAR_RELU
 
 
+def stacks_heads(x: torch.Tensor) -> bool:
+    """Whether a shared body's two output layers run as one product for input `x`
+    (ActorCritic.stacked_heads): on a GPU, unless switched off."""
+    return x.is_cuda and FUSE_HEADS
+
+
 class Layers(nn.Sequential):
-    """nn.Sequential that, on a GPU, runs each Linear followed by a ReLU as one fused
-    product (LinearReLU). The same modules and parameter names as nn.Sequential, the same
-    function; on the CPU, or with other activations, exactly nn.Sequential."""
+    """nn.Sequential that, on a GPU, runs each stretch of Linear-ReLU pairs, and the
+    Linear after them if there is one, as one ReLUStack. The same modules and parameter
+    names as nn.Sequential, the same function; on the CPU, or with other activations,
+    exactly nn.Sequential."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not fuses(x):
             return super().forward(x)
         modules = list(self)
-        fused_next = False
-        for module, after in zip(modules, [*modules[1:], None], strict=True):
-            if fused_next:
-                fused_next = False  # this ReLU ran inside the product before it
-            elif isinstance(module, nn.Linear) and isinstance(after, nn.ReLU):
-                x, fused_next = linear_relu(module, x), True
-            else:
-                x = module(x)
+        i = 0
+        while i < len(modules):
+            pairs = []
+            while (i + 1 < len(modules) and isinstance(modules[i], nn.Linear)
+                   and isinstance(modules[i + 1], nn.ReLU)):
+                pairs.append(modules[i])
+                i += 2
+            if not pairs:
+                x = modules[i](x)
+                i += 1
+                continue
+            output = None  # a Linear after the pairs (not followed by a ReLU) joins them
+            if i < len(modules) and isinstance(modules[i], nn.Linear):
+                output = modules[i]
+                i += 1
+            x = relu_stack(pairs, x, output)
         return x
+
+    def then_linear(self, x: torch.Tensor, weight: torch.Tensor,
+                    bias: torch.Tensor) -> torch.Tensor:
+        """F.linear(self(x), weight, bias): on a GPU, where these layers are Linear-ReLU
+        pairs alone, that output layer joins their ReLUStack."""
+        modules = list(self)
+        pairs = modules[0::2]
+        if (fuses(x) and len(modules) % 2 == 0 and all(isinstance(m, nn.Linear) for m in pairs)
+                and all(isinstance(m, nn.ReLU) for m in modules[1::2])):
+            return relu_stack(pairs, x, (weight, bias))
+        return F.linear(self(x), weight, bias)
 
 
 #: The hidden layers' activation, by name (policies.NAME.activation).
@@ -302,29 +415,57 @@ class ActorCritic(nn.Module):
             self.actor = mlp([obs_size, *hidden], actor_size, out_gain=0.01, activation=kind)
             self.critic = mlp([obs_size, *hidden], 1, out_gain=1.0, activation=kind)
 
-    def actor_and_value(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The actor's output and the state value, the shared body run once. On a GPU the
-        two output layers of a shared body run as one product (both_heads)."""
+    def outputs(self, obs: torch.Tensor):
+        """What the output layers give for `obs`, as they give it: on a GPU, a shared
+        body's two output layers are one product (stacked_heads) and this is its [.., 8k]
+        result, the actor's columns, the value's and zero padding; otherwise the pair
+        (actor's output, value). `split` makes the pair of either. A learner hands a loss
+        this whole, so that the loss's backward writes the product's gradient in one
+        piece instead of one zero-filled piece per view."""
+        if self.shared and stacks_heads(obs):
+            return self.body.then_linear(obs, *self.stacked_weights())
         features = self.body(obs)
-        if self.shared and features.is_cuda and FUSE_HEADS:
-            return self.both_heads(features)
         return self.actor(features), self.critic(features).squeeze(-1)
 
+    def split(self, outputs) -> tuple[torch.Tensor, torch.Tensor]:
+        """(actor's output, value) from what `outputs` gave: views of the stacked product's
+        columns, or the pair as it is."""
+        if isinstance(outputs, tuple):
+            return outputs
+        n = self.actor.out_features
+        return outputs[..., :n], outputs[..., n]
+
+    def actor_and_value(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The actor's output and the state value, the shared body run once. On a GPU the
+        two output layers of a shared body run as one product (stacked_heads)."""
+        return self.split(self.outputs(obs))
+
     def both_heads(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The actor's output and the value from the features, through stacked_heads."""
+        return self.split(self.stacked_heads(features))
+
+    def stacked_heads(self, features: torch.Tensor) -> torch.Tensor:
         """The actor's and the critic's output layers as one product over the features.
 
         Each alone reads the whole [rows, hidden] feature matrix for a few outputs (Tag's
         12 logits, one value), and at those widths the output rows are not 16 bytes long,
         so cuBLAS falls back to slow kernels, forward and backward. Their weights stacked,
         with zero rows up to a multiple of 8 outputs, make one aligned product that reads
-        the features once; the logits and the value are views of its columns."""
+        the features once: [.., actor's outputs, value, padding]."""
+        return F.linear(features, *self.stacked_weights())
+
+    def stacked_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(weight, bias) of stacked_heads: the actor's rows, the critic's, zero rows up
+        to a multiple of 8 (prepared: made once inside fixed_weights)."""
+        return prepared(self, "stacked", self._stacked)
+
+    def _stacked(self) -> tuple[torch.Tensor, torch.Tensor]:
         n = self.actor.out_features
         pad = -(n + 1) % 8
         weight = torch.cat([self.actor.weight, self.critic.weight,
                             self.actor.weight.new_zeros(pad, self.actor.in_features)])
         bias = torch.cat([self.actor.bias, self.critic.bias, self.actor.bias.new_zeros(pad)])
-        out = F.linear(features, weight, bias)
-        return out[..., :n], out[..., n]
+        return weight, bias
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         return self.critic(self.body(obs)).squeeze(-1)
@@ -399,9 +540,14 @@ class CategoricalActorCritic(ActorCritic):
         return sum(-(h.exp() * h).sum(-1) for h in log_p)
 
     def evaluate(self, obs: torch.Tensor, actions: torch.Tensor):
-        """(log-probability of `actions`, entropy, value): what the losses need. Each
-        head's log-softmax is worked out once, for both."""
-        logits, value = self.actor_and_value(obs)
+        """(log-probability of `actions`, entropy, value): what the losses need."""
+        return self.evaluate_outputs(self.outputs(obs), actions)
+
+    def evaluate_outputs(self, outputs, actions: torch.Tensor):
+        """`evaluate` from what `outputs` gave: a function of tensors alone, which a
+        learner may compile together with its loss. Each head's log-softmax is worked out
+        once, for both the log-probability and the entropy."""
+        logits, value = self.split(outputs)
         log_p = self.log_softmax(logits)
         return (self.log_prob(logits, actions, log_p), self.entropy(logits, log_p), value)
 
@@ -424,7 +570,11 @@ class GaussianActorCritic(ActorCritic):
 
     def evaluate(self, obs: torch.Tensor, actions: torch.Tensor):
         """(log-probability of `actions`, entropy, value), each summed over dimensions."""
-        mean, value = self.actor_and_value(obs)
+        return self.evaluate_outputs(self.outputs(obs), actions)
+
+    def evaluate_outputs(self, outputs, actions: torch.Tensor):
+        """`evaluate` from what `outputs` gave (see CategoricalActorCritic's)."""
+        mean, value = self.split(outputs)
         log_std = self.log_std.expand(actions.shape)
         log_prob = -0.5 * ((actions - mean) / log_std.exp()) ** 2 - log_std - LOG_SQRT_2PI
         entropy = (0.5 + LOG_SQRT_2PI + log_std).sum(-1)

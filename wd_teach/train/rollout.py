@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import torch
 
 from wd_teach.train.metrics import EpisodeStats, PhaseTimer
+from wd_teach.train.policy import fixed_weights
 from wd_teach.train.speed import maybe_graphed, precision_context
 
 
@@ -128,7 +129,9 @@ class Rollout:
 
     @torch.no_grad()
     def _collect(self) -> RolloutBuffer:
-        with precision_context(self.precision, self.wrapper.device):
+        # The weights stay as they are for the whole rollout: their cast, padded and
+        # stacked forms are made once for all its steps (policy.fixed_weights).
+        with precision_context(self.precision, self.wrapper.device), fixed_weights():
             return self._steps()
 
     def _steps(self) -> RolloutBuffer:

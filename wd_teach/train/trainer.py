@@ -42,6 +42,7 @@ from wd_teach.train.algorithms import ALGORITHMS
 from wd_teach.train.algorithms.base import LearnerOptions
 from wd_teach.train.checkpoint import SUFFIX, read_checkpoint, write_checkpoint
 from wd_teach.train.config import TrainConfig, load_config, make_env, merge, resolve_agents
+from wd_teach.train.fused import require_triton
 from wd_teach.train.logger import open_log
 from wd_teach.train.metrics import EpisodeStats, per_episode
 from wd_teach.train.policy import agent_groups, make_policy
@@ -114,6 +115,9 @@ class Trainer:
         # its step count on the device and rounds its bias correction there, so a replayed
         # update and a step-by-step one agree bit for bit only if both use it.
         capturable = self.device.type == "cuda" and can.graph_update
+        compiled = c.trainer.compile and self.device.type == "cuda"
+        if compiled:
+            require_triton("trainer.compile")
         self.policies = {}
         self.learners = {}
         for group in self.groups:
@@ -124,7 +128,8 @@ class Trainer:
             self.policies[group.name] = policy
             options = LearnerOptions(lr=spec.lr or c.trainer.lr, generator=self.generator,
                                      capturable=capturable,
-                                     chunk_samples=c.trainer.chunk_samples)
+                                     chunk_samples=c.trainer.chunk_samples,
+                                     compile=compiled)
             self.learners[group.name] = self.algorithm.Learner(policy, c.algorithm, options)
         noise = ((c.algorithm.noise_theta, c.algorithm.noise_sigma)
                  if can.exploration_noise else None)

@@ -31,7 +31,7 @@ from wd_teach.train.algorithms.common import (
 #: A distribution to sample from and a critic; an update that a CUDA graph can record,
 #: worked out in parts; it works the log-probabilities out anew, so the rollout keeps none.
 CAPABILITIES = Capabilities(policy="stochastic", graph_update=True, log_probs=False,
-                            chunked_update=True)
+                            chunked_update=True, compiled_loss=True)
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,13 @@ class Learner(LearnerBase):
     def __init__(self, policy: torch.nn.Module, config: Config, options: LearnerOptions):
         super().__init__(policy, config, options)
         self.optimizer = self.adam(policy.parameters(), options.lr, eps=1e-5)
+        self.part_loss = self.compiled(self._part_loss)
+
+    def _part_loss(self, outputs, actions, advantages, returns, samples: int):
+        """The loss of one part from the policy's outputs (ActorCritic.outputs); a
+        function of tensors alone, so it can be compiled whole."""
+        log_prob, entropy, value = self.policy.evaluate_outputs(outputs, actions)
+        return loss(log_prob, entropy, value, advantages, returns, self.config, samples)
 
     def update(self, batch) -> dict[str, torch.Tensor]:
         c = self.config
@@ -84,10 +91,9 @@ class Learner(LearnerBase):
         self.optimizer.zero_grad(set_to_none=True)
         sums = torch.zeros(4, device=advantages.device)
         for part in chunks(steps, samples // steps, self.options.chunk_samples):
-            log_prob, entropy, value = self.policy.evaluate(flat(self.inputs(batch.obs[part])),
-                                                            flat(batch.actions[part]))
-            losses = loss(log_prob, entropy, value, flat(advantages[part]),
-                          flat(returns[part]), c, samples)
+            outputs = self.policy.outputs(flat(self.inputs(batch.obs[part])))
+            losses = self.part_loss(outputs, flat(batch.actions[part]), flat(advantages[part]),
+                                    flat(returns[part]), samples)
             (self.backward or torch.Tensor.backward)(losses[0])
             sums += torch.stack(losses).detach()
         finish_step(self.optimizer, self.policy.parameters(), c.max_grad_norm, self.reduce)

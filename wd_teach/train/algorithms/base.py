@@ -21,6 +21,11 @@ from dataclasses import dataclass
 
 import torch
 
+#: torch.compile's backend for compiled losses: Inductor (Triton kernels on a GPU). The
+#: tests set "aot_eager" on the CPU, which traces the same graphs and runs them with
+#: PyTorch's own kernels.
+COMPILE_BACKEND = "inductor"
+
 
 @dataclass(frozen=True)
 class Capabilities:
@@ -42,6 +47,9 @@ class Capabilities:
     #: Whether its update runs a large batch's forward and backward in parts of
     #: trainer.chunk_samples samples (only one part's activations in memory at a time).
     chunked_update: bool = False
+    #: Whether its loss, from the output layers to the number, is one function of tensors
+    #: that torch.compile can make into a few fused kernels (trainer.compile).
+    compiled_loss: bool = False
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,7 @@ class LearnerOptions:
     generator: torch.Generator
     capturable: bool = False  # optimisers that a CUDA graph can record (graph_update)
     chunk_samples: int = 1 << 20  # samples per forward/backward part (chunked_update)
+    compile: bool = False  # compile the loss with torch.compile (compiled_loss, on a GPU)
 
 
 class LearnerBase(abc.ABC):
@@ -77,6 +86,17 @@ class LearnerBase(abc.ABC):
     @abc.abstractmethod
     def update(self, batch) -> dict[str, torch.Tensor]:
         """Gradient steps from one rollout's batch; the losses, as device tensors."""
+
+    def compiled(self, loss):
+        """`loss` compiled with torch.compile where the options ask for it, else `loss`
+        itself. A loss of one minibatch is some fifty small kernels forward and backward
+        (each head's softmax, the gathers, the ratio, the clip, the means), each a pass
+        over memory; compiled, Triton fuses them into a few. It compiles on its first call
+        (seconds), for the shapes it meets: fixed first, any batch size after a second
+        size. A recorded update replays the compiled kernels like any others."""
+        if not self.options.compile:
+            return loss
+        return torch.compile(loss, fullgraph=True, backend=COMPILE_BACKEND)
 
     def inputs(self, obs: torch.Tensor) -> torch.Tensor:
         """`obs` in the policy's own input form where it has one (ActorCritic.inputs: on a

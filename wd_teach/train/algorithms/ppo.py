@@ -33,7 +33,7 @@ from wd_teach.train.algorithms.common import (
 #: A distribution to sample from and a critic; an update that a CUDA graph can record: its
 #: only random numbers, the minibatch orders, are drawn before it (`prepare`) into memory
 #: that the recording reads.
-CAPABILITIES = Capabilities(policy="stochastic", graph_update=True)
+CAPABILITIES = Capabilities(policy="stochastic", graph_update=True, compiled_loss=True)
 
 
 @dataclass(frozen=True)
@@ -116,6 +116,18 @@ class Learner(LearnerBase):
         self.optimizer = self.adam(policy.parameters(), options.lr, eps=1e-5)
         self.orders: torch.Tensor | None = None  # [epochs, samples]: each epoch's shuffle
         self._prepared = False
+        self.minibatch_loss = self.compiled(self._minibatch_loss)
+
+    def _minibatch_loss(self, outputs, actions, old_log_probs, old_values, advantages,
+                        returns):
+        """The loss of one minibatch from the policy's outputs (ActorCritic.outputs): the
+        distribution's log-probabilities and entropy, the advantages normalised, the
+        clipped objective. A function of tensors alone, so it can be compiled whole."""
+        log_prob, entropy, value = self.policy.evaluate_outputs(outputs, actions)
+        if self.config.normalize_advantages:
+            advantages = normalize(advantages)
+        return loss(log_prob, entropy, value, old_log_probs, old_values, advantages, returns,
+                    self.config)
 
     def prepare(self, batch) -> None:
         """Draw every epoch's minibatch order for the next update, in place, so that a
@@ -161,11 +173,9 @@ class Learner(LearnerBase):
                 i = order[start:start + size]
                 obs_i, actions_i, old_log_probs_i, old_values_i, advantages_i, returns_i = (
                     x[i].flatten(0, 1) if by_trajectory else x[i] for x in tensors)
-                log_prob, entropy, value = self.policy.evaluate(obs_i, actions_i)
-                if c.normalize_advantages:
-                    advantages_i = normalize(advantages_i)
-                losses = loss(log_prob, entropy, value, old_log_probs_i, old_values_i,
-                              advantages_i, returns_i, c)
+                losses = self.minibatch_loss(self.policy.outputs(obs_i), actions_i,
+                                             old_log_probs_i, old_values_i, advantages_i,
+                                             returns_i)
                 gradient_step(self.optimizer, losses[0], self.policy.parameters(),
                               c.max_grad_norm, self.backward, self.reduce)
                 sums += torch.stack(losses).detach()

@@ -1,0 +1,113 @@
+"""trainer.compile: A2C's and PPO's losses, from the output layers to the number, as one
+function of tensors that torch.compile traces whole (no graph breaks). Here on the CPU
+with the aot_eager backend, which traces the very graphs Inductor compiles on a GPU and
+runs them forward and backward with PyTorch's kernels: the same losses and gradients as
+the plain loss. tests/gpu/test_speed_gpu.py runs Inductor's kernels on a GPU, replayed
+and step by step."""
+
+import pytest
+import torch
+from gymnasium import spaces
+
+from wd_teach.errors import ConfigError, MissingPieceError
+from wd_teach.train import fused
+from wd_teach.train.algorithms import a2c, base, ppo
+from wd_teach.train.algorithms.base import LearnerOptions
+from wd_teach.train.policy import make_policy
+from wd_teach.train.rollout import Batch
+from wd_teach.train.trainer import Trainer
+
+STEPS, ENVS, AGENTS, FEATURES = 4, 3, 2, 6
+SPACES = {"equal heads": spaces.MultiDiscrete([3, 3]),
+          "unequal heads": spaces.MultiDiscrete([4, 2]), "one head": spaces.Discrete(5),
+          "continuous": spaces.Box(-1, 1, (2,))}
+
+
+def batch(space, seed=0) -> Batch:
+    g = torch.Generator().manual_seed(seed)
+    shape = (STEPS, ENVS, AGENTS)
+    if isinstance(space, spaces.Box):
+        actions = torch.randn(*shape, 2, generator=g, dtype=torch.float64)
+    else:
+        counts = [space.n] if isinstance(space, spaces.Discrete) else list(space.nvec)
+        actions = torch.stack([torch.randint(0, int(n), shape, generator=g) for n in counts], -1)
+    return Batch(obs=torch.randn(*shape, FEATURES, generator=g, dtype=torch.float64),
+                 actions=actions, log_probs=-torch.rand(shape, generator=g, dtype=torch.float64),
+                 values=torch.randn(shape, generator=g, dtype=torch.float64),
+                 rewards=torch.randn(shape, generator=g, dtype=torch.float64),
+                 dones=(torch.rand(shape, generator=g) < 0.2).double(),
+                 last_values=torch.randn(ENVS, AGENTS, generator=g, dtype=torch.float64))
+
+
+def learner(module, space, compile: bool, shared: bool, **config):
+    torch.manual_seed(0)
+    policy = make_policy("stochastic", FEATURES, space, [8], shared=shared).double()
+    options = LearnerOptions(lr=1e-2, generator=torch.Generator().manual_seed(1),
+                             compile=compile)
+    return module.Learner(policy, module.Config(**config), options)
+
+
+@pytest.fixture
+def traced(monkeypatch):
+    """Compile with aot_eager, from a clean slate (no graphs of other tests)."""
+    monkeypatch.setattr(base, "COMPILE_BACKEND", "aot_eager")
+    torch.compiler.reset()
+    yield
+    torch.compiler.reset()
+
+
+@pytest.mark.parametrize("shared", [False, True])
+@pytest.mark.parametrize("space", SPACES.values(), ids=SPACES.keys())
+@pytest.mark.parametrize("module, config", [
+    (a2c, {}), (a2c, {"normalize_advantages": True}),
+    (ppo, {"epochs": 2, "num_minibatches": 2}),
+    (ppo, {"epochs": 1, "num_minibatches": 3, "clip_value": True,
+           "shuffle": "trajectories"})], ids=["a2c", "a2c-normalized", "ppo", "ppo-traj"])
+def test_a_compiled_loss_takes_the_plain_losss_steps(traced, module, config, space, shared):
+    """Whole updates, compiled and plain, from the same start: the same losses and the
+    same weights after, every head layout and both bodies."""
+    plain = learner(module, space, False, shared, **config)
+    compiled = learner(module, space, True, shared, **config)
+    assert compiled.options.compile and not plain.options.compile
+    for seed in range(2):
+        want, got = plain.update(batch(space, seed)), compiled.update(batch(space, seed))
+        assert want.keys() == got.keys()
+        for key in want:
+            torch.testing.assert_close(got[key], want[key], rtol=1e-10, atol=1e-12)
+        for a, b in zip(compiled.policy.parameters(), plain.policy.parameters(), strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_the_compiled_loss_is_traced_once_per_layout_not_per_learner(traced):
+    """Learners of the same layout share the traced graph: guards are on shapes and
+    settings, not on the learner, so a process that builds many trainers (a benchmark, a
+    test run) does not run into torch.compile's recompile limit and fall back to eager.
+    The second batch size makes the size dynamic; later sizes reuse that graph."""
+    from torch._dynamo.utils import counters
+
+    counters.clear()
+    space = SPACES["equal heads"]
+    for _ in range(3):
+        for minibatches in (2, 3, 4):
+            learner(ppo, space, True, True, epochs=1,
+                    num_minibatches=minibatches).update(batch(space))
+    assert counters["stats"]["unique_graphs"] == 2
+
+
+def test_compile_is_for_losses_that_can_be_compiled():
+    with pytest.raises(ConfigError, match="algorithm 'ddpg' has no loss to compile"):
+        Trainer("pendulum", gpu=False, sets=["algorithm.name=ddpg", "trainer.compile=true"])
+
+
+def test_on_the_cpu_compile_is_off_as_cuda_graphs_are():
+    trainer = Trainer("cartpole", gpu=False, sets=["trainer.compile=true", "env.num_envs=4",
+                                                   "trainer.steps=8"])
+    assert not any(lr.options.compile for lr in trainer.learners.values())
+    trainer.iterate()
+
+
+def test_without_triton_the_message_says_what_to_install(monkeypatch):
+    monkeypatch.setattr(fused.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(MissingPieceError, match=r"trainer.compile needs Triton.*pip install "
+                                                r"triton.*trainer.compile=false"):
+        fused.require_triton("trainer.compile")
