@@ -92,11 +92,15 @@ class LearnerBase(abc.ABC):
         itself. A loss of one minibatch is some fifty small kernels forward and backward
         (each head's softmax, the gathers, the ratio, the clip, the means), each a pass
         over memory; compiled, Triton fuses them into a few. It compiles on its first call
-        (seconds), for the shapes it meets: fixed first, any batch size after a second
-        size. A recorded update replays the compiled kernels like any others."""
+        (seconds), once for every batch size (dynamic): one compiled graph serves every
+        policy group and every trainer of the process, so a recorded update and the
+        step-by-step one run the very same kernels (a graph fixed to the first size and
+        another for the rest would give the first group other kernels, and other bits,
+        depending on which was made first). A recorded update replays the compiled
+        kernels like any others."""
         if not self.options.compile:
             return loss
-        return torch.compile(loss, fullgraph=True, backend=COMPILE_BACKEND)
+        return torch.compile(loss, fullgraph=True, dynamic=True, backend=COMPILE_BACKEND)
 
     def inputs(self, obs: torch.Tensor) -> torch.Tensor:
         """`obs` in the policy's own input form where it has one (ActorCritic.inputs: on a
