@@ -23,9 +23,9 @@ SPACES = {"equal heads": spaces.MultiDiscrete([3, 3]),
           "continuous": spaces.Box(-1, 1, (2,))}
 
 
-def batch(space, seed=0) -> Batch:
+def batch(space, seed=0, steps=STEPS) -> Batch:
     g = torch.Generator().manual_seed(seed)
-    shape = (STEPS, ENVS, AGENTS)
+    shape = (steps, ENVS, AGENTS)
     if isinstance(space, spaces.Box):
         actions = torch.randn(*shape, 2, generator=g, dtype=torch.float64)
     else:
@@ -85,13 +85,17 @@ def test_the_compiled_loss_is_traced_once_per_layout_not_per_learner(traced):
     recompile limit and fall back to eager, and every group runs the same kernels."""
     from torch._dynamo.utils import counters
 
-    counters.clear()
     space = SPACES["equal heads"]
-    for _ in range(3):
-        for minibatches in (2, 3, 4):
-            learner(ppo, space, True, True, epochs=1,
-                    num_minibatches=minibatches).update(batch(space))
-    assert counters["stats"]["unique_graphs"] == 1
+    for module in (ppo, a2c):
+        counters.clear()
+        for _ in range(3):
+            for size in (2, 3, 4):  # PPO: minibatches a rollout; A2C: steps a rollout
+                if module is ppo:
+                    made = learner(ppo, space, True, True, epochs=1, num_minibatches=size)
+                    made.update(batch(space))
+                else:
+                    learner(a2c, space, True, True).update(batch(space, steps=size))
+        assert counters["stats"]["unique_graphs"] == 1, module.__name__
 
 
 def test_compile_is_for_losses_that_can_be_compiled():

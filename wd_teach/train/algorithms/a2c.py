@@ -74,9 +74,11 @@ class Learner(LearnerBase):
         self.optimizer = self.adam(policy.parameters(), options.lr, eps=1e-5)
         self.part_loss = self.compiled(self._part_loss)
 
-    def _part_loss(self, outputs, actions, advantages, returns, samples: int):
+    def _part_loss(self, outputs, actions, advantages, returns, samples: torch.Tensor):
         """The loss of one part from the policy's outputs (ActorCritic.outputs); a
-        function of tensors alone, so it can be compiled whole."""
+        function of tensors alone, so it can be compiled whole. `samples`, the batch's
+        size, comes as a tensor too: as a number it would be fixed into the compiled
+        graph, and each policy group, of its own size, would need a graph of its own."""
         log_prob, entropy, value = self.policy.evaluate_outputs(outputs, actions)
         return loss(log_prob, entropy, value, advantages, returns, self.config, samples)
 
@@ -90,10 +92,11 @@ class Learner(LearnerBase):
 
         self.optimizer.zero_grad(set_to_none=True)
         sums = torch.zeros(4, device=advantages.device)
+        size = advantages.new_full((), samples)  # a fill on the device: a graph records it
         for part in chunks(steps, samples // steps, self.options.chunk_samples):
             outputs = self.policy.outputs(flat(self.inputs(batch.obs[part])))
             losses = self.part_loss(outputs, flat(batch.actions[part]), flat(advantages[part]),
-                                    flat(returns[part]), samples)
+                                    flat(returns[part]), size)
             (self.backward or torch.Tensor.backward)(losses[0])
             sums += torch.stack(losses).detach()
         finish_step(self.optimizer, self.policy.parameters(), c.max_grad_norm, self.reduce)
