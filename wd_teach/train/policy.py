@@ -271,7 +271,7 @@ class ReLUStack(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: torch.Tensor, with_output: bool, *params: torch.Tensor):
         weights, biases = params[0::2], params[1::2]
-        hidden = len(weights) - with_output
+        hidden = len(weights) - int(with_output)
         outs = []
         h = x
         for weight, bias in zip(weights[:hidden], biases[:hidden], strict=True):
