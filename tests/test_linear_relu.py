@@ -99,7 +99,7 @@ def test_both_heads_in_one_product_are_the_two_output_layers(continuous):
     space = spaces.Box(-1, 1, (2,)) if continuous else spaces.MultiDiscrete([5, 3])
     net = make_policy("stochastic", 10, space, [16], shared=True, activation="relu").double()
     features = torch.randn(3, 7, 16, dtype=torch.float64)
-    both = net.both_heads(features)
+    both = net.split(net.stacked_heads(features))
     apart = net.actor(features), net.critic(features).squeeze(-1)
     heads = [*net.actor.parameters(), *net.critic.parameters()]
     for a, b in zip(both, apart, strict=True):

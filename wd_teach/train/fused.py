@@ -71,8 +71,8 @@ def masked_product(a: torch.Tensor, w: torch.Tensor,
                    h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(g, db): g = a @ w where h > 0, else 0, and g summed over rows; a [rows, k] the
     gradient of a layer's output, w [k, cols] its weight, h [rows, cols] the ReLU output
-    that was the layer's input. On a GPU in 16-bit, one Triton kernel; else the product,
-    then relu_backward."""
+    that was the layer's input. On a GPU in 16-bit with a small k (PRODUCT_BLOCKS), one
+    Triton kernel; else the product, then relu_backward."""
     if _product_fusable(a, w, h):
         try:
             return _triton_masked_product(a.contiguous(), w.contiguous(), h.contiguous())

@@ -24,8 +24,9 @@ traffic, in the rollout and in the update.
 
 On a GPU two things make the same networks cheaper without changing what they compute:
 the input layer pads its rows to 16 bytes (AlignedInput), and each Linear followed by a
-ReLU runs as one product with the bias and the ReLU fused into it, and the backward pass
-applies each ReLU's mask inside the product that makes its gradient (Layers, ReLUStack).
+ReLU runs as one product with the bias and the ReLU fused into it, and in bf16 the output
+layer's gradient comes out of its product with the top ReLU's mask already applied
+(Layers, ReLUStack).
 """
 
 from __future__ import annotations
@@ -206,8 +207,8 @@ def fixed_weights() -> Iterator[None]:
     weight's form for the products (cast to the compute dtype, padded, the two output
     layers stacked) is made once, at its first use, and reused after. Without it every
     step makes its own: in a 128-step rollout of two ReLU policies some 3,000 small
-    kernels, about 6 ms of a replayed rollout. A recorded rollout records them once, at
-    its start, so each replay makes them afresh from the weights of that moment."""
+    kernels (bench/NOTES.md, round seven). A recorded rollout records them once, at its
+    start, so each replay makes them afresh from the weights of that moment."""
     global _PREPARED
     outer = _PREPARED
     _PREPARED = {} if outer is None else outer
@@ -258,11 +259,11 @@ class ReLUStack(torch.autograd.Function):
     read it and write it again (at Tag's 1.1 M rows a step, 10,000 envs, that pass over
     280 MB is about a third of the layer's time).
 
-    Backward, the layers are in one node so that each layer's input gradient can be made
-    with the ReLU mask of the layer before already applied (fused.masked_product): the
-    gradient at every layer boundary is written once, masked, and the mask's own pass over
-    memory goes. The bias gradients come from the same passes. Only the top layer's mask,
-    where no output layer follows, takes a pass of its own (fused.relu_backward).
+    Backward, the layers are in one node so that each layer's input gradient is made
+    together with the ReLU mask of the layer below (fused.masked_product). Where that
+    product is small (an output layer's few gradients, in bf16) one Triton kernel makes it
+    masked, writing the gradient once; elsewhere it is cuBLAS's product, then the mask in
+    one pass (fused.relu_backward). The bias gradients come from the same passes.
 
     x [rows, in]; `with_output`; then weight, bias of each layer in order (the output
     layer's last), all of one dtype. The input's gradient is made only where it is needed
@@ -439,10 +440,6 @@ class ActorCritic(nn.Module):
         """The actor's output and the state value, the shared body run once. On a GPU the
         two output layers of a shared body run as one product (stacked_heads)."""
         return self.split(self.outputs(obs))
-
-    def both_heads(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The actor's output and the value from the features, through stacked_heads."""
-        return self.split(self.stacked_heads(features))
 
     def stacked_heads(self, features: torch.Tensor) -> torch.Tensor:
         """The actor's and the critic's output layers as one product over the features.
