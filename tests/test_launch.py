@@ -217,7 +217,7 @@ def test_direct_launch_arguments_become_c_values():
     the C values cuLaunchKernel reads; anything else keeps cuda.core's way."""
     import ctypes
 
-    from wd_teach.launch import _c_values
+    from wd_teach.fast.direct_launch import _c_values
 
     values = _c_values([0, 2**40, True, np.int64(7), ctypes.c_float(1.5)])
     assert [type(v) for v in values] == [ctypes.c_ssize_t, ctypes.c_ssize_t, ctypes.c_bool,

@@ -18,8 +18,6 @@ Numba work together) can be recorded as one CUDA graph on a stream made by `kern
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import functools
 import importlib.util
 import inspect
 import math
@@ -95,7 +93,7 @@ class KernelLauncher:
         self._kernels: dict[str, object] = {}
         self._params: dict[str, list[str] | list[cuda_c.Param]] = {}
         self._bound: dict[tuple, tuple] = {}
-        self._direct: dict[tuple, object] = {}  # numba on a GPU: see _DirectLaunch
+        self._direct: dict[tuple, object] = {}  # numba on a GPU: see wd_teach.fast
         if self.backend == "pycuda":
             cuda_c.require_pycuda()
 
@@ -185,6 +183,8 @@ class KernelLauncher:
         else:
             direct = self._direct.get(key)
             if direct is None:
+                from wd_teach.fast.direct_launch import _DirectLaunch
+
                 direct = self._direct[key] = _DirectLaunch.make(kernel, bound)
             if direct:
                 direct(grid, block, stream)
@@ -300,143 +300,6 @@ def _pycuda_stream(handle: int):
         raise LaunchError("a PyCUDA kernel was launched while torch's current stream is one "
                           "PyCUDA did not make. Launch on the default stream, or on a stream "
                           "from wd_teach.launch.kernel_stream('pycuda').")
-    return stream
-
-
-class _DirectLaunch:
-    """A Numba kernel launched without its dispatcher, on a GPU.
-
-    `kernel[grid, block, stream](*args)` types every argument, looks the compiled kernel up
-    and turns each array into its C fields (data pointer, shape, strides, ...) on every
-    call: some 100 microseconds of Python for a kernel of twenty arrays, several times the
-    kernel's own run time at workshop sizes. A launcher's arguments never change (the store
-    is frozen once a kernel is bound, so every pointer stays put), so all of that is done
-    once here, and a launch is one call into the driver, as a PyCUDA prepared call is.
-
-    That call is `cuLaunchKernel` itself, through ctypes, with the array of argument
-    pointers made once. (cuda.core's `launch`, which Numba uses, converts every argument
-    again on each call; it stays the fallback where the driver library cannot be opened by
-    name.)
-    """
-
-    __slots__ = ("kernel", "args", "configs", "handle", "params")
-
-    def __init__(self, kernel, args: list, handle: int | None = None):
-        self.kernel, self.args, self.configs = kernel, args, {}
-        values = _c_values(args)
-        self.handle = (handle if values is not None and _driver_launch() is not None
-                       else None)
-        self.params = None
-        if self.handle is not None:
-            self.args = values  # kept alive: params points into them
-            self.params = (ctypes.c_void_p * len(values))(
-                *[ctypes.addressof(v) for v in values])
-
-    @classmethod
-    def make(cls, dispatcher, bound: tuple):
-        """The direct launch of `dispatcher` with `bound`, or False where Numba's own path
-        must run: a debug or cooperative kernel, one sensitive to its launch geometry, or a
-        numba-cuda whose internals differ from the ones this was written for (0.30)."""
-        try:
-            argtypes = tuple(dispatcher.typeof_pyval(a) for a in bound)
-            compiled = dispatcher.compile(argtypes)
-            if (compiled.debug or compiled.cooperative
-                    or getattr(compiled, "launch_config_sensitive", False)
-                    or getattr(dispatcher, "_launch_config_sensitive", False)):
-                return False
-            args, writeback = [], []
-            for ty, value in zip(compiled.argument_types, bound, strict=True):
-                compiled._prepare_args(ty, value, 0, writeback, args)
-            if writeback:  # host arrays copied in and out on every call: not ours to skip
-                return False
-            cufunc = compiled._codelibrary.get_cufunc()
-            return cls(cufunc.kernel, args, _handle(cufunc))
-        except (AttributeError, TypeError, ImportError):
-            return False
-
-    def __call__(self, grid: tuple, block: tuple, stream: int) -> None:
-        if self.handle is not None:
-            g, b = (*grid, 1, 1)[:3], (*block, 1, 1)[:3]
-            error = _driver_launch()(self.handle, *g, *b, 0, stream, self.params, None)
-            if error:
-                raise LaunchError(f"the kernel launch failed: {_driver_error(error)} "
-                                  f"(grid {grid}, block {block}).")
-            return
-        from cuda.core import LaunchConfig, launch
-
-        config = self.configs.get((grid, block))
-        if config is None:
-            config = self.configs[grid, block] = LaunchConfig(grid=grid, block=block)
-        launch(_core_stream(stream), config, self.kernel, *self.args)
-
-
-def _handle(cufunc) -> int | None:
-    """The driver's handle of a loaded Numba kernel (a CUkernel, which cuLaunchKernel
-    takes as it takes a CUfunction), or None if this numba-cuda does not show it."""
-    try:
-        return int(cufunc.handle)
-    except (AttributeError, TypeError, ValueError):
-        return None
-
-
-def _c_values(args: list) -> list | None:
-    """The kernel's arguments as C values, as cuda.core passes them: Numba 0.30 gives
-    arrays' fields as Python ints (intptr_t), flags as bools, scalars as ctypes values.
-    None if one is of another kind (cuda.core's launch then stays the way)."""
-    values = []
-    for arg in args:
-        if isinstance(arg, ctypes._SimpleCData):
-            values.append(arg)
-        elif isinstance(arg, bool | np.bool_):
-            values.append(ctypes.c_bool(bool(arg)))
-        elif isinstance(arg, int | np.integer):
-            values.append(ctypes.c_ssize_t(int(arg)))
-        else:
-            return None
-    return values
-
-
-@functools.cache
-def _driver_functions() -> tuple:
-    """(cuLaunchKernel, cuGetErrorName) from the driver through ctypes, found on first use;
-    (None, None) where libcuda cannot be opened."""
-    try:
-        lib = ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return None, None
-    launch, name = lib.cuLaunchKernel, lib.cuGetErrorName
-    launch.argtypes = [ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p,
-                       ctypes.c_void_p, ctypes.c_void_p]
-    launch.restype = ctypes.c_int
-    name.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
-    name.restype = ctypes.c_int
-    return launch, name
-
-
-def _driver_launch():
-    """The driver's cuLaunchKernel through ctypes, or None where libcuda cannot be opened."""
-    return _driver_functions()[0]
-
-
-def _driver_error(code: int) -> str:
-    """The driver's name for error `code` (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, ...)."""
-    text = ctypes.c_char_p()
-    if _driver_functions()[1](code, ctypes.byref(text)) == 0 and text.value:
-        return f"{text.value.decode()} ({code})"
-    return f"CUDA error {code}"
-
-
-_CORE_STREAMS: dict[int, object] = {}
-
-
-def _core_stream(handle: int):
-    """The cuda.core stream that launches on torch's stream `handle`."""
-    stream = _CORE_STREAMS.get(handle)
-    if stream is None:
-        from numba.cuda.cudadrv import driver
-
-        stream = _CORE_STREAMS[handle] = driver._to_core_stream(
-            _numba_stream(handle) if handle else 0)
     return stream
 
 

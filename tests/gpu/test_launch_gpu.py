@@ -74,7 +74,7 @@ def test_too_much_memory_is_refused_before_allocating(monkeypatch):
     assert store.names == []
 
 
-# -- the direct Numba launch (wd_teach.launch._DirectLaunch) ----------------------------------
+# -- the direct Numba launch (wd_teach.fast.direct_launch) --------------------------------------
 
 
 def _short_game(env_class):
@@ -91,8 +91,8 @@ def _stepped_store(env_class, direct: bool, monkeypatch, actions=None, driver: b
     through Numba's dispatcher; and the actions used."""
     import torch
 
-    from wd_teach import launch as launch_module
     from wd_teach.env.wrapper import EnvWrapper
+    from wd_teach.fast import direct_launch as launch_module
 
     if not direct:
         monkeypatch.setattr(launch_module._DirectLaunch, "make",
@@ -129,7 +129,7 @@ def test_direct_numba_launch_is_the_dispatchers_launch(name, monkeypatch):
 def test_the_direct_launch_without_the_driver_library_uses_cuda_core(monkeypatch):
     """Where libcuda cannot be opened by name, the direct launch goes through cuda.core's
     launch instead, with the same result."""
-    from wd_teach import launch as launch_module
+    from wd_teach.fast import direct_launch as launch_module
 
     env_class = find_env("tag_continuous").env_class
     by_driver, actions = _stepped_store(env_class, True, monkeypatch)
