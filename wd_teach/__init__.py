@@ -27,9 +27,9 @@ from wd_teach._simulator import choose_numba_target
 
 choose_numba_target()
 
+from wd_teach.backends import kernel_backends  # noqa: E402
 from wd_teach.data import DataStore  # noqa: E402
 from wd_teach.device import (  # noqa: E402
-    BACKENDS,
     choose_backend,
     default_device,
     discover,
@@ -58,6 +58,8 @@ from wd_teach.sampler.sampler import Sampler  # noqa: E402
 from wd_teach.sizes import lesson_sizes  # noqa: E402
 
 __version__ = "0.1.0"
+#: The backends that run kernels, best first (the one list is wd_teach.backends.ALL).
+BACKENDS = kernel_backends()
 
 
 def __getattr__(name: str):

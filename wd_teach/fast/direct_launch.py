@@ -1,7 +1,22 @@
-"""The direct Numba launch: `cuLaunchKernel` through ctypes, moved here from launch.py.
+"""The direct Numba launch: `cuLaunchKernel` through ctypes, arguments packed once.
 
-Fast floor (wd_teach.floors): it replaces Numba's own launch, `kernel[grid, block,
-stream](*args)`, which wd_teach.launch calls on the plain floor.
+Fast floor (wd_teach.floors). It replaces the plain floor's Numba launch,
+`NumbaBackend.launch_call` in wd_teach/backends/numba.py, which calls Numba's own
+`kernel[grid, block, stream](*args)`: on every call Numba's dispatcher types each argument,
+looks the compiled kernel up and turns each array into its C fields again. Here that is
+done once per kernel and arguments, and a launch is one call into the driver, as PyCUDA's
+prepared call is.
+
+What it gained (bench/NOTES.md, round four, item 13; H100, `bench/env_step_backends.py`):
+the env step alone on Numba went from 84% / 78% / 86% of PyCUDA's rate to 101% / 86% / 90%
+at 100 / 500 / 1,000 envs. Inside a training iteration the two backends stay within 1-4%
+of each other either way, because CUDA graphs replay the launches.
+
+It reads numba-cuda 0.30's private internals (`_Kernel._prepare_args`, `_codelibrary`) and
+falls back to the plain launch where they differ, and for what it does not cover (debug or
+cooperative kernels, host arrays). It is used for Numba kernels on a GPU when
+`fast_floor(device)` is on. A GPU test (tests/gpu/test_launch_gpu.py) holds it equal to the
+plain launch, array for array.
 """
 
 from __future__ import annotations
@@ -14,7 +29,7 @@ import numpy as np
 from wd_teach.errors import LaunchError
 
 
-class _DirectLaunch:
+class DirectLaunch:
     """A Numba kernel launched without its dispatcher, on a GPU.
 
     `kernel[grid, block, stream](*args)` types every argument, looks the compiled kernel up
@@ -146,8 +161,8 @@ def _core_stream(handle: int):
     if stream is None:
         from numba.cuda.cudadrv import driver
 
-        from wd_teach.launch import _numba_stream
+        from wd_teach.backends.numba import numba_stream
 
         stream = _CORE_STREAMS[handle] = driver._to_core_stream(
-            _numba_stream(handle) if handle else 0)
+            numba_stream(handle) if handle else 0)
     return stream
