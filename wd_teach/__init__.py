@@ -4,6 +4,7 @@ The floors, bottom up, each with its notebook; a layer is a folder and imports o
 
     device.py data.py launch.py cuda_c.py ...  the floor: machine, DataStore (01),
                                    KernelLauncher (02), CUDA C; cuda/ holds the shared header
+    backends/ PyCUDA, Numba, NumPy: one object each, chosen once and asked, never compared
     rng/      Philox random numbers on the device                      (03_sampler)
     sampler/  Sampler: every agent's action, drawn on the device       (03_sampler)
     reset/    Resetter, EpisodeLog: done envs restart; a device log    (04_reset_and_log)
