@@ -4,6 +4,8 @@ A new backend is one file and one line in the list: the fakes below are register
 through `backends.ALL`, and the wrapper, its store, launcher, sampler and resetter use them
 with no other edit."""
 
+import pickle
+
 import numpy as np
 import pytest
 import torch
@@ -97,6 +99,7 @@ def test_a_backend_is_its_name():
     assert numba == "numba" and numba.name == "numba" and f"{numba}" == "numba"
     assert repr(numba) == "'numba'" and {"numba": 1}[numba] == 1
     assert backends.get(numba) is numba and backends.get("NUMBA") is numba
+    assert pickle.loads(pickle.dumps(numba)) is numba  # a spawned process gets the same
 
 
 def test_unknown_and_kernelless_backends_are_refused_clearly(monkeypatch):

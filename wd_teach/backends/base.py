@@ -34,6 +34,10 @@ class Backend(str):
     def name(self) -> str:
         return str(self)
 
+    def __reduce__(self):
+        """Pickled by name: unpickled (in a spawned process, say) as the listed backend."""
+        return (_listed, (self.name,))
+
     def device(self) -> torch.device:
         """Where a store for this backend keeps its arrays."""
         from wd_teach.device import default_device
@@ -55,6 +59,12 @@ class Backend(str):
         report = discover()
         if not self.usable(report):
             raise MissingPieceError(self.why_not(report))
+
+
+def _listed(name: str) -> Backend:
+    from wd_teach.backends import find
+
+    return find(name)
 
 
 class KernelBackend(Backend):
