@@ -9,18 +9,24 @@ def reference_reset(arrays: dict[str, np.ndarray], pristine: dict[str, np.ndarra
                     done: np.ndarray) -> dict[str, np.ndarray]:
     """NumPy twin of `Resetter.reset`: each array with the rows of done environments put
     back to their pristine values, the others as they were."""
-    done = np.asarray(done) != 0
-    out = {}
-    for name, values in arrays.items():
-        out[name] = values.copy()
-        out[name][done] = pristine[name][done]
+    out = {name: values.copy() for name, values in arrays.items()}
+    restore_done(out, pristine, done)
     return out
 
 
+def restore_done(arrays: dict[str, np.ndarray], pristine: dict[str, np.ndarray],
+                 done: np.ndarray) -> None:
+    """`reference_reset` in place: the rows of done environments of each array put back to
+    their pristine values."""
+    done = np.asarray(done) != 0
+    for name, values in arrays.items():
+        values[done] = pristine[name][done]
+
+
 class ReferenceResetter:
-    """`Resetter` for a store on the CPU, by `reference_reset`: the same `reset()`, which
-    restores the done environments of every reset array with a row per environment from
-    their pristine copies and lowers the flags."""
+    """`Resetter` for a store on the CPU, by `restore_done` (the reference reset in place):
+    the same `reset()`, which restores the done environments of every reset array with a
+    row per environment from their pristine copies and lowers the flags."""
 
     def __init__(self, store, done: str = "done"):
         self.store, self.done_name = store, done
@@ -29,10 +35,7 @@ class ReferenceResetter:
 
     def reset(self) -> None:
         done = self.store[self.done_name].numpy()
-        if not done.any():
-            return  # nothing finished: nothing to copy
-        arrays = {name: self.store[name].numpy() for name in self.names}
+        arrays = {name: self.store[name].numpy() for name in self.names}  # the store's memory
         pristine = {name: self.store.pristine(name).numpy() for name in self.names}
-        for name, values in reference_reset(arrays, pristine, done).items():
-            arrays[name][...] = values  # into the store's own memory
+        restore_done(arrays, pristine, done)
         done[...] = 0
