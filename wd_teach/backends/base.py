@@ -25,8 +25,9 @@ LaunchCall = Callable[[tuple, tuple, int], None]
 class Backend(str):
     """A backend, named by the string it is. Subclasses answer the questions below."""
 
-    #: How tables and figures name it ("PyCUDA").
+    #: How tables and figures name it ("PyCUDA"), and its colour in figures (matplotlib's).
     label: str = ""
+    color: str = "tab:blue"
     #: Whether it runs kernels (PyCUDA, Numba) or an env's NumPy reference step (NumPy).
     runs_kernels: bool = True
 

@@ -33,6 +33,7 @@ _STREAMS: dict[int, object] = {}
 
 class NumbaBackend(KernelBackend):
     label = "Numba"
+    color = "tab:purple"
     reads_cuda_c = False
 
     def usable(self, report) -> bool:

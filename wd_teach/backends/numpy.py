@@ -14,6 +14,7 @@ from wd_teach.backends.base import Backend
 
 class NumPyBackend(Backend):
     label = "NumPy"
+    color = "0.5"  # grey: the baseline
     runs_kernels = False
 
     def device(self) -> torch.device:

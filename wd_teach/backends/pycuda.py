@@ -23,6 +23,7 @@ _STREAMS: dict[int, object] = {}
 
 class PyCudaBackend(KernelBackend):
     label = "PyCUDA"
+    color = "tab:green"
     reads_cuda_c = True
 
     def usable(self, report) -> bool:
