@@ -125,12 +125,12 @@ def test_demo_with_unavailable_backend_fails_cleanly(capsys):
 
 def test_backend_names_come_from_one_list():
     """The wrapper, the configs, the bench and the command line take the one list."""
+    from wd_teach import backends
     from wd_teach.cli import main  # noqa: F401  (imports the parser's choices)
-    from wd_teach.device import ENV_BACKENDS, NUMPY
-    from wd_teach.env import wrapper
+    from wd_teach.device import BACKENDS, ENV_BACKENDS, NUMPY
     from wd_teach.scale import bench
     from wd_teach.train import config
 
-    assert ENV_BACKENDS == (*wd_teach.BACKENDS, NUMPY)
+    assert ENV_BACKENDS is backends.ALL and NUMPY is backends.NUMPY
+    assert ENV_BACKENDS == (*wd_teach.BACKENDS, NUMPY) and BACKENDS == wd_teach.BACKENDS
     assert bench.ENV_BACKENDS is config.ENV_BACKENDS is ENV_BACKENDS  # imported, not copied
-    assert wrapper.NUMPY is NUMPY

@@ -217,10 +217,62 @@ def test_direct_launch_arguments_become_c_values():
     the C values cuLaunchKernel reads; anything else keeps cuda.core's way."""
     import ctypes
 
-    from wd_teach.launch import _c_values
+    from wd_teach.fast.direct_launch import _c_values
 
     values = _c_values([0, 2**40, True, np.int64(7), ctypes.c_float(1.5)])
     assert [type(v) for v in values] == [ctypes.c_ssize_t, ctypes.c_ssize_t, ctypes.c_bool,
                                          ctypes.c_ssize_t, ctypes.c_float]
     assert [v.value for v in values] == [0, 2**40, True, 7, 1.5]
     assert _c_values([1, 2.5]) is None and _c_values([object()]) is None
+
+
+# -- the two floors: the plain launch, and the fast floor's direct one -------------------------
+
+NO_FAST_FLOOR = """
+import sys
+import wd_teach
+from wd_teach.env.wrapper import EnvWrapper
+from wd_teach_envs.cartpole import CartPole
+for backend in ("numpy", *wd_teach.discover().backends):
+    wrapper = EnvWrapper(CartPole(), 2, backend)
+    wrapper.step(wrapper.random_actions())
+print(sorted(m for m in sys.modules if m.startswith("wd_teach.fast")))
+"""
+
+
+def test_with_the_fast_floor_off_nothing_of_it_is_imported():
+    """WD_TEACH_FAST=0: a wrapper steps on every backend here with nothing under
+    wd_teach/fast imported (in a fresh process, where nothing else imported it first)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "WD_TEACH_FAST": "0"}
+    done = subprocess.run([sys.executable, "-c", NO_FAST_FLOOR], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_off_a_gpu_numba_launches_the_plain_way_even_with_the_fast_floor_on(monkeypatch):
+    """The direct launch needs a GPU: on the simulator the fast floor changes nothing, and
+    the results are the plain launch's. (tests/gpu/test_launch_gpu.py holds the direct
+    launch equal to the plain one on a GPU.)"""
+    from wd_teach import floors
+
+    if DataStore(1, 1).device.type == "cuda":
+        pytest.skip("on a GPU the direct launch is compared in tests/gpu")
+    results = []
+    for fast in (True, False):
+        monkeypatch.setattr(floors, "_chosen", fast)
+        store = DataStore(3, 4)
+        store.push("pos", np.arange(12, dtype=np.float32).reshape(3, 4))
+        store.push("vel", np.ones((3, 4), np.float32))
+        store.set_constant("dt", 0.5)
+        launcher = KernelLauncher(store, "numba")
+        launcher.load(move)
+        launcher.launch("move")
+        (_, call), = launcher._bound.values()
+        assert type(call).__name__ != "DirectLaunch"
+        results.append(store.pull("pos"))
+    np.testing.assert_array_equal(*results)

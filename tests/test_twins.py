@@ -16,8 +16,8 @@ import pytest
 import wd_teach
 import wd_teach_envs
 from wd_teach import cuda_c
+from wd_teach.backends.numba import is_numba_kernel as _is_numba_kernel
 from wd_teach.env.registry import find_env, shipped_envs
-from wd_teach.launch import _is_numba_kernel
 from wd_teach.reset import kernels_numba as reset_numba
 from wd_teach.rng import kernels_numba as rng_numba
 from wd_teach.sampler import kernels_numba as sampler_numba

@@ -4,6 +4,7 @@ The floors, bottom up, each with its notebook; a layer is a folder and imports o
 
     device.py data.py launch.py cuda_c.py ...  the floor: machine, DataStore (01),
                                    KernelLauncher (02), CUDA C; cuda/ holds the shared header
+    backends/ PyCUDA, Numba, NumPy: one object each, chosen once and asked, never compared
     rng/      Philox random numbers on the device                      (03_sampler)
     sampler/  Sampler: every agent's action, drawn on the device       (03_sampler)
     reset/    Resetter, EpisodeLog: done envs restart; a device log    (04_reset_and_log)
@@ -27,9 +28,9 @@ from wd_teach._simulator import choose_numba_target
 
 choose_numba_target()
 
+from wd_teach.backends import kernel_backends  # noqa: E402
 from wd_teach.data import DataStore  # noqa: E402
 from wd_teach.device import (  # noqa: E402
-    BACKENDS,
     choose_backend,
     default_device,
     discover,
@@ -58,6 +59,8 @@ from wd_teach.sampler.sampler import Sampler  # noqa: E402
 from wd_teach.sizes import lesson_sizes  # noqa: E402
 
 __version__ = "0.1.0"
+#: The backends that run kernels, best first (the one list is wd_teach.backends.ALL).
+BACKENDS = kernel_backends()
 
 
 def __getattr__(name: str):

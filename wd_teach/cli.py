@@ -27,7 +27,8 @@ from pathlib import Path
 
 # Only what every command needs: the rest is imported inside each command, so that
 # `wd-teach doctor` runs on a machine that lacks the very pieces it is there to report.
-from wd_teach.device import BACKENDS, ENV_BACKENDS
+from wd_teach import backends as backend_list
+from wd_teach.backends import ALL as ENV_BACKENDS
 from wd_teach.errors import WdTeachError
 from wd_teach.train.logger import LOGGERS, TENSORBOARD_FOLDER
 
@@ -71,7 +72,7 @@ def _demo(args: argparse.Namespace) -> int:
         store.push("vel", vel)
         store.set_constant("dt", 0.01)
         launcher = wd_teach.KernelLauncher(store, backend)
-        launcher.load(DEMO_CUDA_C if backend == "pycuda" else move)
+        launcher.load(DEMO_CUDA_C if launcher.backend.reads_cuda_c else move)
         launcher.launch("move")  # compile and warm up outside the timed loop
         store.restore()
         seconds = time_calls(lambda launcher=launcher: launcher.launch("move"), args.steps,
@@ -269,7 +270,7 @@ def _train_launched(args: argparse.Namespace, config, out: Path, place) -> int:
         train_rank,
     )
 
-    gpu = gpu_available() and config.env.backend != "numpy"  # the NumPy env runs on the CPU
+    gpu = gpu_available() and backend_list.runs_kernels(config.env.backend)  # NumPy: the CPU
     check_local_gpus(place, gpu)
     with process_group(place, gpu):
         rank_zero_decides(_open_launched_run, args, config, out, place.world_size,
@@ -392,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("doctor", help="what this machine has for GPU RL").set_defaults(
         run=_doctor)
     demo = commands.add_parser("demo", help="step a particle world on every backend")
-    demo.add_argument("--backend", choices=BACKENDS)
+    demo.add_argument("--backend", choices=backend_list.kernel_backends())
     demo.add_argument("--steps", type=int, default=20)
     demo.add_argument("--seed", type=int, default=0)
     demo.set_defaults(run=_demo)

@@ -20,14 +20,7 @@ from dataclasses import dataclass, field
 import torch
 
 from wd_teach._simulator import numba_import_error, simulator_on
-from wd_teach.errors import MissingPieceError
 
-BACKENDS = ("pycuda", "numba")
-#: The NumPy reference: an env's step without kernels, on the CPU (not a kernel backend).
-NUMPY = "numpy"
-#: Every backend an env can be stepped on: the kernel backends and the NumPy reference. The
-#: one list of backend names: the wrapper, the configs, the bench and the CLI take theirs here.
-ENV_BACKENDS = (*BACKENDS, NUMPY)
 NUMBA_INSTALL = 'pip install "numba-cuda>=0.30,<0.31"'
 
 #: numba-cuda 0.30.x cannot compile kernels under numpy 2.5 or newer.
@@ -71,14 +64,12 @@ class Report:
         return self.gpu_name is not None
 
     @property
-    def backends(self) -> tuple[str, ...]:
-        """The backends that can run kernels here, best first."""
-        usable = []
-        if self.has_gpu and self.pycuda:
-            usable.append("pycuda")
-        if self.numba_cuda and (self.has_gpu or self.simulator):
-            usable.append("numba")
-        return tuple(usable)
+    def backends(self) -> tuple:
+        """The backends that can run kernels here, best first (each backend says whether
+        it can: wd_teach/backends)."""
+        from wd_teach import backends
+
+        return tuple(b for b in backends.kernel_backends() if b.usable(self))
 
     def table(self) -> str:
         head = ("piece", "", "found", "what to do")
@@ -279,34 +270,24 @@ def doctor() -> Report:
     return report
 
 
-def choose_backend(prefer: str | None = None) -> str:
+def choose_backend(prefer: str | None = None):
     """The backend to run kernels on: `prefer`, else $WD_TEACH_BACKEND, else the best here.
 
     PyCUDA comes first where it works (a GPU and PyCUDA installed); Numba runs everywhere
-    else, on the GPU or on the CUDA simulator.
+    else, on the GPU or on the CUDA simulator. (The choosing is wd_teach.backends.get's.)
     """
-    want = (prefer or os.environ.get("WD_TEACH_BACKEND") or "auto").lower()
-    if want not in (*BACKENDS, "auto"):
-        raise MissingPieceError(
-            f"unknown backend {want!r}: choose one of {', '.join(BACKENDS)} or 'auto'")
-    report = discover()
-    if want == "auto":
-        if not report.backends:
-            raise MissingPieceError(
-                "no backend can run kernels here. Run `wd-teach doctor` to see what is missing.")
-        return report.backends[0]
-    if want not in report.backends:
-        raise MissingPieceError(_why_not(want, report))
-    return want
+    from wd_teach import backends
+
+    return backends.get(prefer, kernels=True)
 
 
-def _why_not(backend: str, report: Report) -> str:
-    if backend == "pycuda" and not report.has_gpu:
-        return ("the pycuda backend runs CUDA C on an NVIDIA GPU, and this machine has none. "
-                "Use backend='numba' (it runs here on the CUDA simulator), or move to a GPU "
-                "machine or a Colab GPU runtime.")
-    if backend == "pycuda":
-        return f"the pycuda backend needs PyCUDA, which is not installed: {PYCUDA_INSTALL}."
-    return ("the numba backend needs numba-cuda and either a GPU or the CUDA simulator: "
-            f"{NUMBA_INSTALL}, or set NUMBA_ENABLE_CUDASIM=1 before "
-            "numba is imported. Run `wd-teach doctor` for details.")
+def __getattr__(name: str):
+    """BACKENDS (those that run kernels), ENV_BACKENDS (all) and NUMPY, from the one list in
+    wd_teach/backends; read on first use, since the backends themselves import this module."""
+    from wd_teach import backends
+
+    lists = {"BACKENDS": backends.kernel_backends, "ENV_BACKENDS": lambda: backends.ALL,
+             "NUMPY": lambda: backends.NUMPY}
+    if name not in lists:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return lists[name]()

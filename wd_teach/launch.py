@@ -10,6 +10,12 @@ store (arrays by pointer, constants by value). A CUDA C kernel's parameter types
 from its source and checked against the store before the first launch, so a mismatch is a
 clear Python error instead of garbage in device memory.
 
+The launch itself is each backend's own call (wd_teach/backends): PyCUDA's prepared call,
+`function.prepared_call(grid, block, *args)`, and Numba's `kernel[grid, block](*args)`. The
+launcher asks its backend for everything that differs between them and keeps here what is
+the same. (On a GPU the fast floor launches Numba kernels without Numba's dispatcher:
+wd_teach/fast/direct_launch.py.)
+
 Launches go to the stream torch is using at the time (`torch.cuda.current_stream()`), so a
 kernel is ordered with the torch operations around it, and a whole rollout (torch, PyCUDA and
 Numba work together) can be recorded as one CUDA graph on a stream made by `kernel_stream`.
@@ -17,23 +23,13 @@ Numba work together) can be recorded as one CUDA graph on a stream made by `kern
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import functools
-import importlib.util
-import inspect
 import math
-import os
-import threading
-import types
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from wd_teach import cuda_c
+from wd_teach import backends, cuda_c
 from wd_teach.data import DataStore
-from wd_teach.device import choose_backend
 from wd_teach.errors import LaunchError
 
 #: Threads per block on every GPU since compute capability 2.0.
@@ -83,21 +79,23 @@ class KernelLauncher:
 
     pycuda: `load()` takes CUDA C source text or a .cu path.
     numba:  `load()` takes @cuda.jit kernels, a dict of them, a module or a .py path.
+
+    What differs between them (compiling, passing an array, the launch call itself) the
+    launcher asks its backend (wd_teach/backends); what is the same (binding arguments by
+    the kernel's parameter names, checking C types, the grid) is here.
     """
 
-    def __init__(self, store: DataStore, backend: str | None = None,
+    def __init__(self, store: DataStore, backend=None,
                  max_threads: int = MAX_THREADS_PER_BLOCK):
         if not isinstance(store, DataStore):
             raise LaunchError(f"KernelLauncher needs a DataStore, got {type(store).__name__}.")
         self.store = store
-        self.backend = choose_backend(backend)
+        self.backend = backends.get(backend, kernels=True)
         self.geometry = launch_geometry(store.num_envs, store.num_agents, max_threads)
         self._kernels: dict[str, object] = {}
         self._params: dict[str, list[str] | list[cuda_c.Param]] = {}
-        self._bound: dict[tuple, tuple] = {}
-        self._direct: dict[tuple, object] = {}  # numba on a GPU: see _DirectLaunch
-        if self.backend == "pycuda":
-            cuda_c.require_pycuda()
+        self._bound: dict[tuple, tuple] = {}  # (name, args) -> (arguments, launch call)
+        self.backend.start()
 
     @property
     def kernel_names(self) -> list[str]:
@@ -110,52 +108,15 @@ class KernelLauncher:
 
         `include_dirs`: more folders for nvcc to find CUDA C headers in (a .cu path's own
         folder and wd_teach's are always searched); the numba backend has no use for them."""
-        if self.backend == "pycuda":
-            found = self._load_cuda_c(kernels, include_dirs)
-        else:
-            found = self._load_numba(kernels)
+        found = self.backend.load(kernels, include_dirs)
         if not found:
             raise LaunchError("no kernels found to load. CUDA C kernels must be declared "
                               '`extern "C" __global__ void name(...)`; Numba kernels with '
                               "@cuda.jit.")
-        return found
-
-    def _load_cuda_c(self, source, include_dirs=()) -> list[str]:
-        if not isinstance(source, (str, os.PathLike)):
-            raise LaunchError("the pycuda backend loads CUDA C (source text or a .cu path), "
-                              f"not {type(source).__name__}. Numba kernels need "
-                              "backend='numba'.")
-        text = cuda_c.read_source(source)
-        signatures = cuda_c.kernel_signatures(text)
-        module = cuda_c.compile_module(text, cuda_c.include_dirs(source, include_dirs))
-        for name, params in signatures.items():
-            function = module.get_function(name)
-            function.prepare("".join(p.struct_format for p in params))
-            self._kernels[name] = function
-            self._params[name] = params
-        return list(signatures)
-
-    def _load_numba(self, kernels) -> list[str]:
-        if isinstance(kernels, (str, os.PathLike)):
-            if not str(kernels).endswith(".py"):
-                raise LaunchError("the numba backend loads @cuda.jit kernels (functions, a "
-                                  "module or a .py path), not CUDA C. CUDA C needs "
-                                  "backend='pycuda'.")
-            kernels = _import_path(Path(kernels))
-        if isinstance(kernels, types.ModuleType):
-            kernels = vars(kernels)
-        if isinstance(kernels, dict):
-            items = {n: k for n, k in kernels.items() if _is_numba_kernel(k)}
-        else:
-            items = {}
-            for kernel in (kernels if isinstance(kernels, (list, tuple)) else [kernels]):
-                if not _is_numba_kernel(kernel):
-                    raise LaunchError(_not_a_kernel(kernel))
-                items[kernel.py_func.__name__] = kernel
-        for name, kernel in items.items():
+        for name, (kernel, params) in found.items():
             self._kernels[name] = kernel
-            self._params[name] = list(inspect.signature(kernel.py_func).parameters)
-        return list(items)
+            self._params[name] = params
+        return list(found)
 
     # -- launching --------------------------------------------------------------------------
 
@@ -167,31 +128,12 @@ class KernelLauncher:
         key = (name, args)
         bound = self._bound.get(key)
         if bound is None:
-            bound = self._bind(name, args)
-            self._bound[key] = bound
+            arguments = self._bind(name, args)
+            call = self.backend.launch_call(self._kernels[name], arguments, self.store.device)
+            bound = self._bound[key] = (arguments, call)
         grid = tuple(grid) if grid is not None else self.geometry.grid
         block = tuple(block) if block is not None else self.geometry.block
-        kernel = self._kernels[name]
-        stream = _current_stream(self.store)
-        if self.backend == "pycuda":
-            if stream == 0:
-                kernel.prepared_call(_dim3(grid), _dim3(block), *bound)
-            else:
-                kernel.prepared_async_call(_dim3(grid), _dim3(block), _pycuda_stream(stream),
-                                           *bound)
-        elif self.store.device.type != "cuda":  # the simulator
-            with _simulator_turn(self.store):
-                kernel[grid, block](*bound)
-        else:
-            direct = self._direct.get(key)
-            if direct is None:
-                direct = self._direct[key] = _DirectLaunch.make(kernel, bound)
-            if direct:
-                direct(grid, block, stream)
-            elif stream == 0:  # a kernel the direct path does not cover: the dispatcher
-                kernel[grid, block](*bound)
-            else:
-                kernel[grid, block, _numba_stream(stream)](*bound)
+        bound[1](grid, block, _current_stream(self.store))
 
     __call__ = launch
 
@@ -213,24 +155,16 @@ class KernelLauncher:
                                   f"or constant of that name. Arrays: "
                                   f"{', '.join(self.store.names) or 'none'}; constants: "
                                   f"{', '.join(self.store.constants)}.")
-            if isinstance(param, cuda_c.Param):
+            if isinstance(param, cuda_c.Param):  # read from CUDA C: its C type is checked
                 bound.append(cuda_c_argument(self.store, name, param, arg))
+            elif arg in self.store.names:
+                bound.append(self.backend.array_argument(self.store[arg]))
             else:
-                bound.append(self._numba_arg(arg))
+                bound.append(self.store.constant(arg))
         # Only a bind that worked freezes the store: after a failed one the learner can
         # still add what was missing.
         self.store.freeze()
         return tuple(bound)
-
-    def _numba_arg(self, arg: str):
-        if arg not in self.store.names:
-            return self.store.constant(arg)
-        tensor = self.store[arg]
-        if tensor.is_cuda:
-            from numba import cuda
-
-            return cuda.as_cuda_array(tensor)
-        return tensor.numpy()  # the simulator reads the CPU tensor's own memory
 
 
 def cuda_c_argument(store: DataStore, kernel: str, param: cuda_c.Param, arg: str):
@@ -261,12 +195,8 @@ def cuda_c_argument(store: DataStore, kernel: str, param: cuda_c.Param, arg: str
 
 # -- streams ----------------------------------------------------------------------------------
 
-#: Streams that PyCUDA can launch on, by handle: PyCUDA cannot adopt a stream it did not make.
-_PYCUDA_STREAMS: dict[int, object] = {}
-_NUMBA_STREAMS: dict[int, object] = {}
 
-
-def kernel_stream(backend: str | None = None):
+def kernel_stream(backend=None):
     """A CUDA stream (a `torch.cuda.Stream`) that torch, PyCUDA and Numba all launch on.
 
     The default stream cannot be recorded into a CUDA graph, so a graph is captured on a
@@ -274,15 +204,7 @@ def kernel_stream(backend: str | None = None):
     op and every KernelLauncher launch goes there. For PyCUDA the stream is made by PyCUDA
     and lent to torch (torch.cuda.ExternalStream); Numba can launch on any stream.
     """
-    import torch
-
-    backend = choose_backend(backend)
-    if backend == "pycuda":
-        driver = cuda_c.require_pycuda()
-        stream = driver.Stream()
-        _PYCUDA_STREAMS[stream.handle] = stream
-        return torch.cuda.ExternalStream(stream.handle)
-    return torch.cuda.Stream()
+    return backends.get(backend, kernels=True).stream()
 
 
 def _current_stream(store: DataStore) -> int:
@@ -292,208 +214,3 @@ def _current_stream(store: DataStore) -> int:
     import torch
 
     return torch.cuda.current_stream(store.device).cuda_stream
-
-
-def _pycuda_stream(handle: int):
-    stream = _PYCUDA_STREAMS.get(handle)
-    if stream is None:
-        raise LaunchError("a PyCUDA kernel was launched while torch's current stream is one "
-                          "PyCUDA did not make. Launch on the default stream, or on a stream "
-                          "from wd_teach.launch.kernel_stream('pycuda').")
-    return stream
-
-
-class _DirectLaunch:
-    """A Numba kernel launched without its dispatcher, on a GPU.
-
-    `kernel[grid, block, stream](*args)` types every argument, looks the compiled kernel up
-    and turns each array into its C fields (data pointer, shape, strides, ...) on every
-    call: some 100 microseconds of Python for a kernel of twenty arrays, several times the
-    kernel's own run time at workshop sizes. A launcher's arguments never change (the store
-    is frozen once a kernel is bound, so every pointer stays put), so all of that is done
-    once here, and a launch is one call into the driver, as a PyCUDA prepared call is.
-
-    That call is `cuLaunchKernel` itself, through ctypes, with the array of argument
-    pointers made once. (cuda.core's `launch`, which Numba uses, converts every argument
-    again on each call; it stays the fallback where the driver library cannot be opened by
-    name.)
-    """
-
-    __slots__ = ("kernel", "args", "configs", "handle", "params")
-
-    def __init__(self, kernel, args: list, handle: int | None = None):
-        self.kernel, self.args, self.configs = kernel, args, {}
-        values = _c_values(args)
-        self.handle = (handle if values is not None and _driver_launch() is not None
-                       else None)
-        self.params = None
-        if self.handle is not None:
-            self.args = values  # kept alive: params points into them
-            self.params = (ctypes.c_void_p * len(values))(
-                *[ctypes.addressof(v) for v in values])
-
-    @classmethod
-    def make(cls, dispatcher, bound: tuple):
-        """The direct launch of `dispatcher` with `bound`, or False where Numba's own path
-        must run: a debug or cooperative kernel, one sensitive to its launch geometry, or a
-        numba-cuda whose internals differ from the ones this was written for (0.30)."""
-        try:
-            argtypes = tuple(dispatcher.typeof_pyval(a) for a in bound)
-            compiled = dispatcher.compile(argtypes)
-            if (compiled.debug or compiled.cooperative
-                    or getattr(compiled, "launch_config_sensitive", False)
-                    or getattr(dispatcher, "_launch_config_sensitive", False)):
-                return False
-            args, writeback = [], []
-            for ty, value in zip(compiled.argument_types, bound, strict=True):
-                compiled._prepare_args(ty, value, 0, writeback, args)
-            if writeback:  # host arrays copied in and out on every call: not ours to skip
-                return False
-            cufunc = compiled._codelibrary.get_cufunc()
-            return cls(cufunc.kernel, args, _handle(cufunc))
-        except (AttributeError, TypeError, ImportError):
-            return False
-
-    def __call__(self, grid: tuple, block: tuple, stream: int) -> None:
-        if self.handle is not None:
-            g, b = (*grid, 1, 1)[:3], (*block, 1, 1)[:3]
-            error = _driver_launch()(self.handle, *g, *b, 0, stream, self.params, None)
-            if error:
-                raise LaunchError(f"the kernel launch failed: {_driver_error(error)} "
-                                  f"(grid {grid}, block {block}).")
-            return
-        from cuda.core import LaunchConfig, launch
-
-        config = self.configs.get((grid, block))
-        if config is None:
-            config = self.configs[grid, block] = LaunchConfig(grid=grid, block=block)
-        launch(_core_stream(stream), config, self.kernel, *self.args)
-
-
-def _handle(cufunc) -> int | None:
-    """The driver's handle of a loaded Numba kernel (a CUkernel, which cuLaunchKernel
-    takes as it takes a CUfunction), or None if this numba-cuda does not show it."""
-    try:
-        return int(cufunc.handle)
-    except (AttributeError, TypeError, ValueError):
-        return None
-
-
-def _c_values(args: list) -> list | None:
-    """The kernel's arguments as C values, as cuda.core passes them: Numba 0.30 gives
-    arrays' fields as Python ints (intptr_t), flags as bools, scalars as ctypes values.
-    None if one is of another kind (cuda.core's launch then stays the way)."""
-    values = []
-    for arg in args:
-        if isinstance(arg, ctypes._SimpleCData):
-            values.append(arg)
-        elif isinstance(arg, bool | np.bool_):
-            values.append(ctypes.c_bool(bool(arg)))
-        elif isinstance(arg, int | np.integer):
-            values.append(ctypes.c_ssize_t(int(arg)))
-        else:
-            return None
-    return values
-
-
-@functools.cache
-def _driver_functions() -> tuple:
-    """(cuLaunchKernel, cuGetErrorName) from the driver through ctypes, found on first use;
-    (None, None) where libcuda cannot be opened."""
-    try:
-        lib = ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return None, None
-    launch, name = lib.cuLaunchKernel, lib.cuGetErrorName
-    launch.argtypes = [ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p,
-                       ctypes.c_void_p, ctypes.c_void_p]
-    launch.restype = ctypes.c_int
-    name.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
-    name.restype = ctypes.c_int
-    return launch, name
-
-
-def _driver_launch():
-    """The driver's cuLaunchKernel through ctypes, or None where libcuda cannot be opened."""
-    return _driver_functions()[0]
-
-
-def _driver_error(code: int) -> str:
-    """The driver's name for error `code` (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, ...)."""
-    text = ctypes.c_char_p()
-    if _driver_functions()[1](code, ctypes.byref(text)) == 0 and text.value:
-        return f"{text.value.decode()} ({code})"
-    return f"CUDA error {code}"
-
-
-_CORE_STREAMS: dict[int, object] = {}
-
-
-def _core_stream(handle: int):
-    """The cuda.core stream that launches on torch's stream `handle`."""
-    stream = _CORE_STREAMS.get(handle)
-    if stream is None:
-        from numba.cuda.cudadrv import driver
-
-        stream = _CORE_STREAMS[handle] = driver._to_core_stream(
-            _numba_stream(handle) if handle else 0)
-    return stream
-
-
-def _numba_stream(handle: int):
-    stream = _NUMBA_STREAMS.get(handle)
-    if stream is None:
-        from numba import cuda
-
-        stream = _NUMBA_STREAMS[handle] = cuda.external_stream(handle)
-    return stream
-
-
-#: One simulated launch at a time: Numba's CUDA simulator keeps the current thread's
-#: blockIdx and threadIdx in state shared by the whole process, so two Python threads that
-#: launched at once would read each other's (AttributeError: 'Thread' object has no
-#: attribute 'blockIdx'). On a GPU launches are asynchronous and need no lock.
-_SIMULATOR_LOCK = threading.Lock()
-
-
-def _simulator_turn(store: DataStore):
-    """The lock that serialises simulated launches, or a no-op on a GPU."""
-    return _SIMULATOR_LOCK if store.device.type != "cuda" else contextlib.nullcontext()
-
-
-def _dim3(dims: tuple[int, ...]) -> tuple[int, int, int]:
-    return tuple(dims) + (1,) * (3 - len(dims))
-
-
-def _is_numba_kernel(obj) -> bool:
-    """A @cuda.jit kernel (on a GPU or on the simulator), not a device function."""
-    if not hasattr(obj, "py_func"):
-        return False
-    options = getattr(obj, "targetoptions", None) or {}
-    return not (options.get("device") or getattr(obj, "_device", False))
-
-
-def _not_a_kernel(obj) -> str:
-    """Why `obj` cannot be loaded as a Numba kernel, naming it by its function's name (its
-    repr is an object address, which tells a learner nothing), and what to pass instead."""
-    function = getattr(obj, "py_func", obj)
-    name = getattr(function, "__name__", None)
-    if name is None:
-        return (f"got a value of type {type(obj).__name__}, not a Numba kernel: pass @cuda.jit "
-                "kernels (one, a list of them, a module or a .py path).")
-    if hasattr(obj, "py_func"):  # a Numba function, so a device function
-        return (f"{name} is a Numba device function (@cuda.jit(device=True)): a helper that "
-                "only code already on the GPU calls, not a kernel that can be launched. Load "
-                f"the @cuda.jit kernel that calls {name}; or, if {name} is meant to be the "
-                "kernel, decorate it with plain @cuda.jit and have it write its results into "
-                "an array instead of returning them.")
-    return f"{name} is not a Numba kernel: decorate it with @cuda.jit."
-
-
-def _import_path(path: Path) -> types.ModuleType:
-    if not path.is_file():
-        raise LaunchError(f"no Python file at {path}.")
-    spec = importlib.util.spec_from_file_location(f"_wd_teach_kernels_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module

@@ -22,7 +22,7 @@ import re
 import textwrap
 from pathlib import Path
 
-from wd_teach import cuda_c
+from wd_teach import backends, cuda_c
 from wd_teach.device import PYCUDA_INSTALL, discover, nvcc_path
 from wd_teach.errors import CompileError, ShowError
 
@@ -37,7 +37,7 @@ _DEFINED_NAME = re.compile(r"\b(?!__\w+__\s*\()(\w+)\s*\(")
 
 def pycuda_here() -> bool:
     """True when PyCUDA kernels can run on this machine (a GPU, and PyCUDA installed)."""
-    return "pycuda" in discover().backends
+    return backends.PYCUDA in discover().backends
 
 
 def ptx_head(source, lines: int = 30, include_dirs=()) -> str:

@@ -74,7 +74,7 @@ def test_too_much_memory_is_refused_before_allocating(monkeypatch):
     assert store.names == []
 
 
-# -- the direct Numba launch (wd_teach.launch._DirectLaunch) ----------------------------------
+# -- the direct Numba launch (wd_teach.fast.direct_launch) --------------------------------------
 
 
 def _short_game(env_class):
@@ -85,18 +85,17 @@ def _short_game(env_class):
         return env_class()
 
 
-def _stepped_store(env_class, direct: bool, monkeypatch, actions=None, driver: bool = True):
+def _stepped_store(env_class, fast: bool, monkeypatch, actions=None, driver: bool = True):
     """Every array of a 50-env store after 12 steps of one set of random actions (resets
-    included), launched directly (by cuLaunchKernel, or by cuda.core if not `driver`) or
-    through Numba's dispatcher; and the actions used."""
+    included), with the fast floor on (Numba kernels launched directly: by cuLaunchKernel,
+    or by cuda.core if not `driver`) or off (Numba's own launch); and the actions used."""
     import torch
 
-    from wd_teach import launch as launch_module
+    from wd_teach import floors
     from wd_teach.env.wrapper import EnvWrapper
+    from wd_teach.fast.direct_launch import DirectLaunch
 
-    if not direct:
-        monkeypatch.setattr(launch_module._DirectLaunch, "make",
-                            classmethod(lambda cls, dispatcher, bound: False))
+    monkeypatch.setattr(floors, "_chosen", fast)  # set_fast(fast), undone after the test
     wrapper = EnvWrapper(_short_game(env_class), 50, "numba")
     wrapper.reset()
     if actions is None:
@@ -104,49 +103,54 @@ def _stepped_store(env_class, direct: bool, monkeypatch, actions=None, driver: b
     for _ in range(12):
         wrapper.step(actions.clone())
     torch.cuda.synchronize()
-    if direct:  # every kernel of the env and of the reset went the direct way
-        taken = [*wrapper.launcher._direct.items(),
-                 *wrapper._resetter.launcher._direct.items()]
-        assert taken and all(d for _, d in taken), (
-            f"kernels launched through the dispatcher: {[k for k, d in taken if not d]}")
-        assert all((d.handle is not None) == driver for _, d in taken)  # which call
+    calls = {key: call for launcher in (wrapper.launcher, wrapper._resetter.launcher)
+             for key, (_, call) in launcher._bound.items()}
+    direct = {key for key, call in calls.items() if isinstance(call, DirectLaunch)}
+    if fast:  # every kernel of the env and of the reset went the direct way
+        assert calls and direct == set(calls), (
+            f"kernels launched the plain way: {sorted(set(calls) - direct)}")
+        assert all((calls[k].handle is not None) == driver for k in direct)  # which call
+    else:
+        assert not direct, "the fast floor was used while it was off"
     return {name: wrapper.store.pull(name) for name in wrapper.store.names}, actions
 
 
 @pytest.mark.parametrize("name", sorted(shipped_envs()))
-def test_direct_numba_launch_is_the_dispatchers_launch(name, monkeypatch):
-    """The launch that skips Numba's dispatcher leaves every array of every shipped env
-    exactly as the dispatcher's launch does, and it is the path actually taken."""
+def test_direct_numba_launch_is_the_plain_launch(name, monkeypatch):
+    """The fast floor's launch (wd_teach/fast/direct_launch.py) leaves every array of every
+    shipped env exactly as Numba's own launch does, and it is the path actually taken."""
     env_class = find_env(name).env_class
     direct, actions = _stepped_store(env_class, True, monkeypatch)
     with monkeypatch.context() as patch:
-        dispatched, _ = _stepped_store(env_class, False, patch, actions)
-    assert direct.keys() == dispatched.keys()
+        plain, _ = _stepped_store(env_class, False, patch, actions)
+    assert direct.keys() == plain.keys()
     for key in direct:
-        np.testing.assert_array_equal(direct[key], dispatched[key], err_msg=key)
+        np.testing.assert_array_equal(direct[key], plain[key], err_msg=key)
 
 
 def test_the_direct_launch_without_the_driver_library_uses_cuda_core(monkeypatch):
     """Where libcuda cannot be opened by name, the direct launch goes through cuda.core's
     launch instead, with the same result."""
-    from wd_teach import launch as launch_module
+    from wd_teach.fast import direct_launch
 
     env_class = find_env("tag_continuous").env_class
     by_driver, actions = _stepped_store(env_class, True, monkeypatch)
     with monkeypatch.context() as patch:
-        patch.setattr(launch_module, "_driver_launch", lambda: None)
+        patch.setattr(direct_launch, "_driver_launch", lambda: None)
         by_core, _ = _stepped_store(env_class, True, patch, actions, driver=False)
     for key in by_driver:
         np.testing.assert_array_equal(by_driver[key], by_core[key], err_msg=key)
 
 
-def test_a_direct_launch_the_driver_refuses_says_why():
+def test_a_direct_launch_the_driver_refuses_says_why(monkeypatch):
     """A block of 2,048 threads (the limit is 1,024): the driver's error, by name."""
     import torch
 
+    from wd_teach import floors
     from wd_teach.env.wrapper import EnvWrapper
     from wd_teach.errors import LaunchError
 
+    monkeypatch.setattr(floors, "_chosen", True)  # the fast floor's launch
     wrapper = EnvWrapper(_short_game(find_env("tag_continuous").env_class), 4, "numba")
     kernel = wrapper.env.step_kernels[0]
     with pytest.raises(LaunchError, match="the kernel launch failed: CUDA_ERROR_INVALID_VALUE"):

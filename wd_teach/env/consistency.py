@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from gymnasium import spaces
 
-from wd_teach.device import ENV_BACKENDS, NUMPY, discover
+from wd_teach.backends import ALL as ENV_BACKENDS
+from wd_teach.backends import NUMPY
+from wd_teach.device import discover
 from wd_teach.env import Env, Tolerance
 from wd_teach.env.wrapper import EnvWrapper
 from wd_teach.errors import EnvError

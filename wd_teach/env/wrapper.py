@@ -9,7 +9,9 @@ next step (clone what you keep).
 
 Backends: 'pycuda' and 'numba' run the env's kernels on the GPU (Numba also on the CUDA
 simulator); 'numpy' runs its reference step on the CPU, the baseline the kernels are
-measured and checked against.
+measured and checked against. The backend is chosen once (wd_teach.backends.get) and the
+same object goes to the launcher and the resetter; the wrapper asks it where the store
+lives, whether it runs kernels and which kernels to load, and never compares its name.
 """
 
 from __future__ import annotations
@@ -20,15 +22,15 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
+from wd_teach import backends
 from wd_teach.data import DataStore
-from wd_teach.device import NUMPY, choose_backend, default_device
 from wd_teach.env import ACTIONS, DONE, OBS, REWARDS, TIMESTEP, Env
 from wd_teach.errors import EnvError, TooLargeError
 from wd_teach.launch import MAX_THREADS_PER_BLOCK, KernelLauncher, launch_geometry
+from wd_teach.reset.reference import ReferenceResetter
 from wd_teach.reset.reset import Resetter
 from wd_teach.timing import time_calls
 
-#: Every backend a wrapper can run: the two kernel backends and the NumPy reference.
 INT32_MAX = np.iinfo(np.int32).max
 
 
@@ -55,16 +57,16 @@ class EnvWrapper:
     and device are always checked: that costs nothing.
     """
 
-    def __init__(self, env: Env, num_envs: int, backend: str | None = None, *, seed: int = 0,
+    def __init__(self, env: Env, num_envs: int, backend=None, *, seed: int = 0,
                  auto_reset: bool = True, check_actions: bool = True,
                  max_threads: int = MAX_THREADS_PER_BLOCK):
         if not isinstance(env, Env):
             raise EnvError(f"EnvWrapper wraps a wd_teach Env, got {type(env).__name__}.")
         self.env = env
-        self.backend = NUMPY if backend == NUMPY else choose_backend(backend)
+        self.backend = backends.get(backend)  # a name or a backend; chosen here, once
         self.auto_reset = bool(auto_reset)
         self.check_actions = bool(check_actions)
-        device = torch.device("cpu") if self.backend == NUMPY else default_device()
+        device = self.backend.device()
         geometry = launch_geometry(num_envs, env.num_agents, max_threads)  # say it now
         _check_one_block(env, geometry)
         _check_size(env, num_envs, device)  # before the host makes arrays that cannot fit
@@ -75,13 +77,14 @@ class EnvWrapper:
         for name, value in env.constants().items():
             self.store.set_constant(name, value)
 
-        if self.backend == NUMPY:
-            self._reference = env.reference_step()
-            self._reference_args = _bind_reference(self._reference, self.store)
-        else:
+        if self.backend.runs_kernels:
             self.launcher = KernelLauncher(self.store, self.backend, max_threads)
             self._load_kernels()
             self._resetter = Resetter(self.store, backend=self.backend, max_threads=max_threads)
+        else:  # the NumPy reference: the env's step and the reset's twin, on the CPU
+            self._reference = env.reference_step()
+            self._reference_args = _bind_reference(self._reference, self.store)
+            self._resetter = ReferenceResetter(self.store, done=DONE)
 
         device = self.store.device
         self._done = torch.zeros(num_envs, dtype=torch.bool, device=device)
@@ -154,11 +157,11 @@ class EnvWrapper:
         """
         if actions is not None:
             self.put_actions(actions)
-        if self.backend == NUMPY:
-            self._reference(**self._reference_args)
-        else:
+        if self.backend.runs_kernels:
             for kernel in self.env.step_kernels:
                 self.launcher.launch(kernel)
+        else:
+            self._reference(**self._reference_args)
         done = self.store[DONE]
         torch.ne(done, 0, out=self._done)  # kept here: the reset lowers the store's flags
         torch.ge(self.store[TIMESTEP], self.env.episode_length, out=self._truncated)
@@ -169,17 +172,7 @@ class EnvWrapper:
 
     def reset_done(self) -> None:
         """Reset only the environments whose done flag is up, on their own device."""
-        if self.backend != NUMPY:
-            self._resetter.reset()
-            return
-        done = self.store[DONE].numpy() != 0
-        for name in self._resetter_names():
-            self.store[name].numpy()[done] = self.store.pristine(name).numpy()[done]
-        self.store[DONE].zero_()
-
-    def _resetter_names(self) -> list[str]:
-        """What the Resetter restores: every reset array with a row per environment."""
-        return [n for n in self.store.reset_names if self.store.info(n).per != "shared"]
+        self._resetter.reset()
 
     # -- actions ----------------------------------------------------------------------------
 
@@ -261,11 +254,8 @@ class EnvWrapper:
     # -- kernels ----------------------------------------------------------------------------
 
     def _load_kernels(self) -> None:
-        if self.backend == "pycuda":
-            for source in self.env.cuda_sources():
-                self.launcher.load(source, include_dirs=self.env.include_dirs())
-        else:
-            self.launcher.load(self.env.numba_kernels())
+        for kernels, include_dirs in self.backend.env_kernels(self.env):
+            self.launcher.load(kernels, include_dirs=include_dirs)
         missing = [k for k in self.env.step_kernels if k not in self.launcher.kernel_names]
         if missing:
             raise EnvError(f"{type(self.env).__name__}.step_kernels names "

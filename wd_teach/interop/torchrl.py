@@ -41,6 +41,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
+from wd_teach import backends
 from wd_teach.env import ACTIONS, DONE, Env
 from wd_teach.env.wrapper import EnvWrapper
 from wd_teach.errors import EnvError
@@ -72,6 +73,7 @@ class TorchRLEnv(EnvBase):
         check_has_agents(env)
         groups = agent_groups(env, group_map)
         _check_spaces(env)
+        backend = backends.get(backend)  # chosen once: the device check and the wrapper
         check_device(device, backend)
         self.wrapper = EnvWrapper(env, num_envs, backend, seed=seed, auto_reset=False,
                                   check_actions=check_actions, max_threads=max_threads)

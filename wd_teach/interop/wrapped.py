@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from wd_teach.device import NUMPY, choose_backend, default_device
+from wd_teach import backends
 from wd_teach.env import Env
 from wd_teach.env.registry import find_env, known_envs
 from wd_teach.env.wrapper import EnvWrapper
@@ -58,10 +58,7 @@ def check_has_agents(env: Env) -> None:
 def wrapper_device(backend: str | None) -> torch.device:
     """Where an EnvWrapper on `backend` keeps its store (as EnvWrapper decides it), with the
     GPU's index: a store on "cuda" lives on the current GPU."""
-    if backend == NUMPY:
-        return torch.device("cpu")
-    choose_backend(backend)  # an unknown or unavailable backend says so here
-    device = default_device()
+    device = backends.get(backend).device()  # an unknown or unavailable one says so here
     if device.type == "cuda" and device.index is None:
         return torch.device("cuda", torch.cuda.current_device())
     return device

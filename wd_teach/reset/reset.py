@@ -46,7 +46,7 @@ class Resetter:
     """
 
     def __init__(self, store: DataStore, names: Sequence[str] | None = None, *,
-                 done: str = DONE, backend: str | None = None,
+                 done: str = DONE, backend=None,
                  max_threads: int = MAX_THREADS_PER_BLOCK):
         if not isinstance(store, DataStore):
             raise ResetError(f"Resetter needs a DataStore, got {type(store).__name__}.")
@@ -57,12 +57,7 @@ class Resetter:
         self.launcher = KernelLauncher(store, backend, max_threads)
         with store.all_or_nothing():  # a failure below leaves the store as it was
             self._launches = self._add_to_store()
-            if self.launcher.backend == "pycuda":
-                self.launcher.load(CUDA_C_PATH)
-            else:
-                from wd_teach.reset import kernels_numba as reset_numba
-
-                self.launcher.load(reset_numba)
+            self.launcher.load(self.backend.layer_kernels(__package__))  # kernels.cu or _numba
 
     def _add_to_store(self) -> list[tuple[str, ...]]:
         """Push the done flags if missing, a row-length constant and a shared pristine copy
@@ -86,7 +81,8 @@ class Resetter:
         return launches
 
     @property
-    def backend(self) -> str:
+    def backend(self):
+        """The backend its launcher runs on (wd_teach.backends)."""
         return self.launcher.backend
 
     @property

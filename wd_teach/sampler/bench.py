@@ -87,7 +87,7 @@ def bench_sampler(num_envs: int | None = None, num_agents: int | None = None,
         store = DataStore(num_envs, num_agents, device=device)
         sampler = Sampler(store, num_actions, backend=backend, seed=seed, checked=False)
         sampler.probs.copy_(probs)
-        note = simulated if backend == "numba" and not on_gpu else ""
+        note = simulated if not on_gpu else ""  # kernels off a GPU: the simulator's
         timings.append(row(f"wd_teach {backend}: sample()", sampler.sample, note))
         timings.append(row(f"wd_teach {backend}: sample(probs), with the copy",
                            lambda sampler=sampler: sampler.sample(probs), note))

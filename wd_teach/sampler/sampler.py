@@ -102,7 +102,7 @@ class Sampler:
     """
 
     def __init__(self, store: DataStore, num_actions: int | Sequence[int], *,
-                 backend: str | None = None, seed: int = 0, checked: bool = True,
+                 backend=None, seed: int = 0, checked: bool = True,
                  tolerance: float = SUM_TOLERANCE, max_threads: int = MAX_THREADS_PER_BLOCK):
         if not isinstance(store, DataStore):
             raise SamplerError(f"Sampler needs a DataStore, got {type(store).__name__}.")
@@ -127,18 +127,14 @@ class Sampler:
             self.head_probs = [store[PROBS][..., begin:end]
                                for begin, end in zip(offsets[:-1], offsets[1:], strict=True)]
 
-            if self.launcher.backend == "pycuda":
-                self.launcher.load(CUDA_C_PATH)
-            else:
-                from wd_teach.sampler import kernels_numba as sampler_numba
-
-                self.launcher.load(sampler_numba)
+            self.launcher.load(self.backend.layer_kernels(__package__))  # kernels.cu or _numba
         self.seed(seed)
 
     # -- what the sampler holds -------------------------------------------------------------
 
     @property
-    def backend(self) -> str:
+    def backend(self):
+        """The backend its launcher runs on (wd_teach.backends)."""
         return self.launcher.backend
 
     @property

@@ -43,14 +43,10 @@ from pathlib import Path
 
 import torch
 
-from wd_teach.device import (
-    BACKENDS,
-    ENV_BACKENDS,
-    NUMPY,
-    choose_backend,
-    discover,
-    gpu_available,
-)
+from wd_teach import backends as backend_list
+from wd_teach.backends import ALL as ENV_BACKENDS
+from wd_teach.backends import NUMPY
+from wd_teach.device import discover, gpu_available
 from wd_teach.errors import BenchError, EnvError
 from wd_teach.scale.autoscale import out_of_memory, release_gpu_memory
 from wd_teach.sizes import lesson_sizes
@@ -219,7 +215,7 @@ def bench_train(config: TrainConfig, job: Job, gpu: bool) -> Row:
 
 def _row(job: Job, device: torch.device, seconds: float, env_steps: int, *,
          peak: int | None = None, breakdown: dict | None = None) -> Row:
-    simulated = job.backend in BACKENDS and device.type != "cuda"
+    simulated = job.backend in backend_list.kernel_backends() and device.type != "cuda"
     return Row(job.what, job.backend, device.type, job.num_envs, job.num_agents, job.calls,
                seconds, env_steps, baseline=job.baseline, breakdown=breakdown,
                peak_memory_bytes=peak, note=SIMULATED if simulated else "")
@@ -290,13 +286,20 @@ def _scales(env) -> bool:
 def _jobs(what: str, envs, agents, backends, iterations: int | None, gpu: bool) -> list[Job]:
     """One job per backend and size; the sampler's torch.multinomial row beside its own."""
     if what == "sampler":  # it has no NumPy backend; torch.multinomial is its reference
-        backends = [b for b in backends if b in BACKENDS] + [MULTINOMIAL]
+        backends = [b for b in backends if b in backend_list.kernel_backends()] + [MULTINOMIAL]
     jobs = []
     for backend in backends:
-        on = "cpu" if backend == NUMPY or not gpu else "gpu"
+        on = "cpu" if _on_cpu(backend, gpu) else "gpu"
         jobs += [Job(what, backend, num_envs, num_agents, iterations or CALLS[on][what],
                      WARMUP[on][what]) for num_envs in envs for num_agents in agents]
     return jobs
+
+
+def _on_cpu(backend: str, gpu: bool) -> bool:
+    """Whether a job runs on the CPU: every job off a GPU; on a GPU, one whose backend keeps
+    its arrays on the CPU (NumPy). The sampler's torch row runs on the GPU."""
+    return not gpu or (backend != MULTINOMIAL
+                       and backend_list.find(backend).device().type == "cpu")
 
 
 def _add_baseline(plan: Plan, what: str, envs, agents, calls: int) -> None:
@@ -366,8 +369,7 @@ def _backends(backends) -> tuple[str, ...] | None:
         if backend not in ENV_BACKENDS:
             raise BenchError(f"unknown backend {backend!r}: choose from "
                              f"{', '.join(ENV_BACKENDS)}.")
-        if backend in BACKENDS:
-            choose_backend(backend)  # raises, saying why, where it cannot run
+        backend_list.get(backend)  # raises, saying why, where it cannot run
     return backends
 
 
@@ -442,7 +444,7 @@ def run_job(plan: Plan, job: Job) -> Row:
     A CPU row (the NumPy env, torch on the CPU) runs on a bounded number of threads."""
     config = sized_config(plan.config, job.num_envs, job.num_agents, _env_backend(job),
                           plan.gpu)
-    on_cpu = job.backend == NUMPY or not plan.gpu
+    on_cpu = _on_cpu(job.backend, plan.gpu)
     try:
         with bounded_cpu_threads(on_cpu):
             return _run_job(config, plan, job)

@@ -15,6 +15,7 @@ from pathlib import Path
 from matplotlib import pyplot as plt
 from matplotlib.ticker import FuncFormatter, NullFormatter, NullLocator
 
+from wd_teach.backends import ALL
 from wd_teach.colab import on_colab
 from wd_teach.errors import BenchError
 from wd_teach.scale.autoscale import WHY
@@ -23,8 +24,8 @@ from wd_teach.train.metrics import PHASES
 
 #: Where notebook 09's saved results live in the repository, beside the notebooks.
 REFERENCE = Path("data") / "bench_h100.json"
-COLORS = {"pycuda": "tab:green", "numba": "tab:purple", "numpy": "0.5",
-          "torch.multinomial": "tab:orange"}
+#: Each backend's own colour (wd_teach/backends), and the sampler's torch row.
+COLORS = {**{backend.name: backend.color for backend in ALL}, "torch.multinomial": "tab:orange"}
 
 
 def describe(results: dict) -> str:

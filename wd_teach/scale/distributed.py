@@ -75,6 +75,7 @@ import torch
 import torch.distributed as dist
 from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 
+from wd_teach import backends
 from wd_teach.device import gpu_available
 from wd_teach.errors import MissingPieceError, TrainError, WdTeachError
 from wd_teach.train.config import load_config
@@ -404,7 +405,7 @@ def train_data_parallel(env, world_size: int, iterations: int | None = None, *, 
     if world_size == 1:
         return Trainer(config, gpu=gpu).train(iterations, progress=progress, profile=profile,
                                               out=out)
-    on_gpu = gpu and config.env.backend != "numpy"  # the NumPy env runs on the CPU
+    on_gpu = gpu and backends.runs_kernels(config.env.backend)  # the NumPy env: the CPU
     results = spawn_ranks(world_size, train_rank, config.to_dict(), iterations,
                           None if out is None else str(out), progress, profile, gpu=on_gpu)
     return results[0].history

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from matplotlib import pyplot as plt
 
+from wd_teach.backends import ALL
 from wd_teach.errors import BenchError
 from wd_teach.scale.bench import FORMAT as BENCH_FORMAT
 from wd_teach.scale.bench import read_json
@@ -149,7 +150,7 @@ def plot_versus(found: dict, backend: str | None = None, ax=None):
     check_versus(found, "these results")
     backends = sorted({r["backend"] for r in found["rows"]})
     if backend is None and backends:
-        backend = "pycuda" if "pycuda" in backends else backends[0]
+        backend = next((b for b in ALL if b in backends), backends[0])  # the list's order
     if backend not in backends:
         raise BenchError(f"these results have no rows on backend {backend!r}; they have "
                          f"{backends or 'none'}.")

@@ -76,11 +76,11 @@ class CategoricalActing(Acting):
     def __init__(self, wrapper, groups, policies, seed: int):
         super().__init__(wrapper, groups, policies)
         counts = action_counts(wrapper.action_space)
-        if wrapper.backend == "numpy":
-            self.sampler = ReferenceSampler(self.store, counts, seed=seed)
-        else:
+        if wrapper.backend.runs_kernels:
             self.sampler = Sampler(self.store, counts, backend=wrapper.backend, seed=seed,
                                    checked=False)  # softmax output: probabilities by make
+        else:
+            self.sampler = ReferenceSampler(self.store, counts, seed=seed)
         self.heads = len(counts)
         self.logits: list[torch.Tensor] = []
 

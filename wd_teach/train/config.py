@@ -40,7 +40,7 @@ from typing import Any
 
 import yaml
 
-from wd_teach.device import ENV_BACKENDS
+from wd_teach.backends import ALL as ENV_BACKENDS
 from wd_teach.env import Env, registry
 from wd_teach.errors import ConfigError, EnvError
 from wd_teach.ranges import SEED_LIMIT, require_number, require_whole

@@ -55,14 +55,12 @@ STATE_PARTS = ("format", "env", "config", "groups", "iteration", "env_steps", "h
                "learners", "acting", "store", "stats", "generator", "torch_rng")
 
 
-def default_backend() -> str:
+def default_backend():
     """The backend a run uses when its config names none: PyCUDA or Numba on a GPU; on a
     CPU the NumPy reference (the kernels would run on the simulator, thread by thread)."""
-    if not gpu_available():
-        return "numpy"
-    from wd_teach.device import choose_backend
+    from wd_teach import backends
 
-    return choose_backend()
+    return backends.get() if gpu_available() else backends.NUMPY
 
 
 def check_fits(num_envs: int, num_agents: int) -> None:
@@ -103,9 +101,9 @@ class Trainer:
                                  group.name, steps=c.trainer.steps)
 
         torch.manual_seed(self.seed)
-        self.backend = c.env.backend or default_backend()
-        self.wrapper = EnvWrapper(self.env, c.env.num_envs, self.backend, seed=self.seed,
-                                  auto_reset=False, check_actions=False)
+        self.wrapper = EnvWrapper(self.env, c.env.num_envs, c.env.backend or default_backend(),
+                                  seed=self.seed, auto_reset=False, check_actions=False)
+        self.backend = self.wrapper.backend  # chosen once, by the wrapper
         self.device = self.wrapper.device
         self.generator = torch.Generator(device=self.device).manual_seed(self.seed)
         can = self.algorithm.CAPABILITIES  # what the algorithm needs and can do
