@@ -35,7 +35,7 @@ from wd_teach.exercises.cuda_c_check import (
     kernel_body,
     launch_learner_kernel,
 )
-from wd_teach.exercises.verdict import Verdict, not_yet
+from wd_teach.exercises.verdict import Verdict, not_yet, verdict_of
 from wd_teach_envs._tag import tag_reference
 
 
@@ -66,6 +66,7 @@ def cases(rng: np.random.Generator):
     yield "one tagger, a long reach", x, y, playing, 1, 2.5
 
 
+@verdict_of("caught()")
 def check_caught(caught) -> bool:
     """Check the learner's `caught` function against the reference on every case."""
     if caught is None or not callable(caught):

@@ -59,6 +59,7 @@ def verdict_of(label: str) -> Callable:
         def checked(*args, **kwargs) -> Verdict:
             return Verdict(right=(label,)) if check(*args, **kwargs) else not_yet(label)
 
+        checked.__annotations__ = {**check.__annotations__, "return": Verdict}
         return checked
 
     return wrap
