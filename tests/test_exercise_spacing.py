@@ -228,3 +228,17 @@ def test_spacing_step_rejects_cuda_c_that_does_not_compile(capsys):
 def test_spacing_step_waits_for_both_halves(capsys):
     assert not lesson_05.check_spacing_step(spacing_step, None)
     assert "Not yet" in capsys.readouterr().out
+
+
+def test_on_a_gpu_the_barriers_are_read_from_the_code():
+    """Where a launch cannot be watched (a GPU), the code is read: the same answers, the same
+    findings as the count on the simulator."""
+    assert barriers.numba_barrier_problems(spacing_step) == []
+    assert barriers.numba_barrier_problems(make_no_barrier()) == [barriers.NO_BARRIER]
+    for kernel in (make_return_before_barrier(), make_barrier_in_branch()):
+        assert barriers.numba_barrier_problems(kernel) == [barriers.UNREACHED]
+    assert barriers.cuda_c_barrier_problems(SPACING_CU, "spacing_step") == []
+    assert barriers.cuda_c_barrier_problems(SPACING_C_BARRIER_IN_BRANCH, "spacing_step") == [
+        barriers.UNREACHED]
+    guarded = SPACING_CU.replace("  __syncthreads();", "  if (active) __syncthreads();")
+    assert barriers.cuda_c_barrier_problems(guarded, "spacing_step") == [barriers.UNREACHED]

@@ -69,7 +69,9 @@ def test_a_verdict_is_true_only_when_every_part_ran_and_was_right():
     assert both and both.passed_here and repr(both).startswith("Verdict: all right")
     assert not part and part.passed_here and "checked only in part" in repr(part)
     assert not wrong and not wrong.passed_here and "not yet" in repr(wrong)
-    assert not Verdict() and not Verdict().passed_here  # nothing ran: nothing vouched for
+    assert not Verdict() and not Verdict().passed_here  # nothing checked: nothing vouched for
+    unchecked = Verdict(not_run=(("Numba kernel", "no NVVM"), ("CUDA C kernel", "no GPU")))
+    assert not unchecked and unchecked.passed_here  # what was looked at was not wrong
     assert not not_yet() and "not yet" in repr(not_yet())
 
 

@@ -173,3 +173,15 @@ def test_a_running_sum_that_a_gpu_makes_float64_is_refused(kernel, capsys):
 def test_draw_checker_waits_for_both_halves(capsys):
     assert not lesson_03.check_draw_kernels(make_draw_kernel(), None)
     assert "Not yet" in capsys.readouterr().out
+
+
+def test_without_numbas_gpu_compiler_the_sums_type_is_said_to_be_unchecked(monkeypatch,
+                                                                           capsys):
+    """A laptop without NVVM runs the draws but cannot type the kernel for a GPU: the verdict
+    is not True and says so; what ran is right."""
+    monkeypatch.setattr(lesson_03, "float64_variables",
+                        lambda kernel, types: "NvvmSupportError: libNVVM cannot be found")
+    verdict = lesson_03.check_draw_kernels(make_draw_kernel(), DRAW_CU, "numba")
+    out = capsys.readouterr().out
+    assert not verdict and verdict.passed_here
+    assert "NOT checked whether its running sum is float32" in out and "All right" not in out

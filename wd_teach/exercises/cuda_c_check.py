@@ -96,9 +96,9 @@ def verdict(tally: Tally, whole: str) -> Verdict:
         print(f"All right: {whole}")
     else:
         checked = (f"the {' and the '.join(tally.right)}, run beside the NumPy reference: "
-                   "right" if tally.right else "nothing was run")
+                   "right" if tally.right else "no half both ran and was checked whole")
         unrun = "; ".join(f"what the {label} computes, since it was not run ({why})"
-                          if label == LABEL else f"all of the {label}: {why}"
+                          if label == LABEL else f"the {label}: {why}"
                           for label, why in tally.not_run.items())
         print(f"Checked only in part. Checked here: {checked}. NOT checked: {unrun}. So there "
               "is no verdict on the whole yet (the result is not True): run this cell on a GPU "

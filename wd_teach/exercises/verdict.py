@@ -30,9 +30,10 @@ class Verdict:
 
     @property
     def passed_here(self) -> bool:
-        """Everything this machine could run ran and was right (some parts may not have
-        run: then the verdict itself stays false)."""
-        return bool(self.right) and not self.wrong
+        """Nothing was found wrong in what this machine could check, and something was
+        checked. Some parts may not have run here (CUDA C without PyCUDA, a type check
+        without Numba's GPU compiler): then the verdict itself stays false."""
+        return not self.wrong and bool(self.right or self.not_run)
 
     def __repr__(self) -> str:
         if self.wrong:
