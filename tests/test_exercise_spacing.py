@@ -3,6 +3,7 @@ distance from its nearest neighbour) says yes to a right kernel and no, in words
 kernel without a barrier, one that returns before it, one whose barrier sits in a branch that
 spare threads skip, and one that finds the wrong neighbour; and it never hangs."""
 
+import sys
 import threading
 
 import numpy as np
@@ -138,6 +139,7 @@ def test_spacing_step_accepts_the_right_kernels(backend, capsys):
         assert "All right" in out
     else:  # the CUDA C half was compiled at most: the checker must not call it right
         assert "All right" not in out and "was not run" in out
+        assert "whether every thread reaches it was NOT checked by a run here" in out
 
 
 @pytest.mark.parametrize("kernel, hint", [
@@ -242,3 +244,41 @@ def test_on_a_gpu_the_barriers_are_read_from_the_code():
         barriers.UNREACHED]
     guarded = SPACING_CU.replace("  __syncthreads();", "  if (active) __syncthreads();")
     assert barriers.cuda_c_barrier_problems(guarded, "spacing_step") == [barriers.UNREACHED]
+
+
+FAKE_SANITIZER = """#!{python}
+import subprocess, sys
+args = sys.argv[sys.argv.index("--error-exitcode") + 2:]
+done = subprocess.run(args)
+if {barrier_error}:
+    print("========= Barrier error detected. Divergent thread(s) in block")
+    sys.exit(int(sys.argv[sys.argv.index("--error-exitcode") + 1]))
+sys.exit(done.returncode)
+"""
+
+
+@pytest.mark.parametrize("barrier_error, script, found", [
+    (False, "print(input())", []),
+    (True, "print(input())", "Barrier error detected. Divergent thread(s) in block"),
+    (False, "raise SystemExit(3)", "could not run the kernel"),
+])
+def test_synccheck_reads_what_compute_sanitizer_says(barrier_error, script, found, tmp_path,
+                                                      monkeypatch):
+    """The plumbing of the GPU's barrier check, with a stand-in for compute-sanitizer that
+    runs the script and, when told to, reports a barrier error as the tool does."""
+    tool = tmp_path / "compute-sanitizer"
+    tool.write_text(FAKE_SANITIZER.format(python=sys.executable, barrier_error=barrier_error))
+    tool.chmod(0o755)
+    monkeypatch.setattr(barriers, "compute_sanitizer", lambda: str(tool))
+    result = barriers.synccheck(script, stdin="launched")
+    if isinstance(found, list):
+        assert result == found
+    elif barrier_error:
+        assert found in result[0] and barriers.UNREACHED in result[0]
+    else:
+        assert isinstance(result, str) and found in result
+
+
+def test_synccheck_says_when_compute_sanitizer_is_not_here(monkeypatch):
+    monkeypatch.setattr(barriers, "compute_sanitizer", lambda: None)
+    assert barriers.synccheck("print('launched')") == "compute-sanitizer is not on this machine"

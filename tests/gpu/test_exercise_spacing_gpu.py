@@ -12,7 +12,7 @@ from exercise_answers import (
 )
 
 import wd_teach
-from wd_teach.exercises import lesson_05
+from wd_teach.exercises import barriers, lesson_05
 
 
 def test_a_right_spacing_step_runs_in_both_languages_and_its_verdict_is_true(capsys):
@@ -34,3 +34,18 @@ def test_a_barrier_in_a_branch_is_rejected_without_a_launch(numba_kernel, cuda_c
     out = capsys.readouterr().out
     assert f"{label}: read from its code and not run" in out
     assert "never reach the barrier" in out and "All right" not in out
+
+
+def test_compute_sanitizer_watches_the_cuda_c_barrier(capsys):
+    """Where compute-sanitizer is here, a right kernel passes its synccheck and one whose
+    barrier spare threads skip does not (the code reading would refuse that one first; this
+    is the tool's own finding)."""
+    if barriers.compute_sanitizer() is None:
+        pytest.skip("compute-sanitizer is not on this machine")
+    num_envs, num_agents = lesson_05.spacing_check_sizes()
+    block = (num_agents // lesson_05.WARP + 1) * lesson_05.WARP
+    args = (str(num_envs), str(num_agents), str(block))
+    assert barriers.synccheck(lesson_05.SYNCCHECK_SCRIPT, *args, stdin=SPACING_CU) == []
+    found = barriers.synccheck(lesson_05.SYNCCHECK_SCRIPT, *args,
+                               stdin=SPACING_C_BARRIER_IN_BRANCH)
+    assert isinstance(found, list) and "Barrier error" in found[0], found

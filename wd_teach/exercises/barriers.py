@@ -9,7 +9,9 @@ running waits there. So on the simulator the checker counts, per thread, the bar
 reached (`counting_barriers`), in a launch whose block is larger than the agents: every thread
 of a block must reach as many. On a GPU a Numba kernel cannot be watched that way, so its code
 is read instead (`numba_barrier_problems`), before it is launched; so is CUDA C
-(`cuda_c_barrier_problems`).
+(`cuda_c_barrier_problems`). CUDA C that reads right is then launched once more under
+compute-sanitizer's synccheck, where the tool is here (`synccheck`), which watches the
+barriers on the GPU itself.
 """
 
 from __future__ import annotations
@@ -17,10 +19,16 @@ from __future__ import annotations
 import ast
 import inspect
 import re
+import shutil
+import subprocess
+import sys
 import textwrap
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+
+from wd_teach.device import nvcc_path
 
 NO_BARRIER = ("there is no barrier between the move and the reads, so an agent can read a "
               "neighbour's position before that neighbour has moved (or half-way through). Put "
@@ -127,4 +135,44 @@ def cuda_c_barrier_problems(text: str, kernel: str) -> list[str]:
     guarded = re.search(r"\bif\s*\([^;{}]*\)\s*__syncthreads", code)
     if nested or guarded or any(where < max(barriers) for where in returns):
         return [UNREACHED]
+    return []
+
+
+#: The exit status compute-sanitizer is told to give when it finds an error.
+SANITIZER_ERROR = 86
+#: Seconds a run under compute-sanitizer may take (it starts a fresh Python, torch included).
+SANITIZER_TIME_LIMIT = 300
+
+
+def compute_sanitizer() -> str | None:
+    """Where compute-sanitizer is (on the PATH, or beside nvcc), or None."""
+    found = shutil.which("compute-sanitizer")
+    if found is None and nvcc_path() is not None:
+        beside = Path(nvcc_path()).resolve().parent / "compute-sanitizer"
+        found = str(beside) if beside.exists() else None
+    return found
+
+
+def synccheck(script: str, *args: str, stdin: str = "") -> list[str] | str:
+    """Run the Python `script` (with `args`, and `stdin` as its input), which launches a
+    kernel and prints "launched", under compute-sanitizer's synccheck. [] when it finds no
+    barrier error, [what it found] when it does, or a sentence saying why it could not
+    check."""
+    tool = compute_sanitizer()
+    if tool is None:
+        return "compute-sanitizer is not on this machine"
+    command = [tool, "--tool", "synccheck", "--error-exitcode", str(SANITIZER_ERROR),
+               sys.executable, "-c", script, *args]
+    try:
+        done = subprocess.run(command, input=stdin, capture_output=True, text=True,
+                              timeout=SANITIZER_TIME_LIMIT)
+    except subprocess.TimeoutExpired:
+        return f"compute-sanitizer took over {SANITIZER_TIME_LIMIT} s"
+    said = (done.stdout + done.stderr).splitlines()
+    errors = [line.strip(" =") for line in said if "Barrier error" in line]
+    if done.returncode == SANITIZER_ERROR and errors:
+        return [f"compute-sanitizer's synccheck: {errors[0]}. So {UNREACHED}"]
+    if done.returncode != 0 or not any(line.strip() == "launched" for line in said):
+        last = said[-1].strip(" =") if said else f"exit status {done.returncode}"
+        return f"compute-sanitizer could not run the kernel ({last})"
     return []

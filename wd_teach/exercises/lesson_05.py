@@ -48,6 +48,7 @@ from wd_teach.exercises.barriers import (
     counting_barriers,
     cuda_c_barrier_problems,
     numba_barrier_problems,
+    synccheck,
 )
 from wd_teach.exercises.cuda_c_check import (
     LABEL,
@@ -328,13 +329,17 @@ def check_spacing_step(numba_kernel, cuda_c_source, backend: str | None = None) 
             if UNREACHED in problems:
                 print(f"{label}: read from its code and not run, because {UNREACHED}")
                 return False
-        return _run_spacing(numba_kernel, cuda_c_source, half, label, problems)
+        if not _run_spacing(numba_kernel, cuda_c_source, half, label, problems):
+            return False
+        return half != "pycuda" or _synccheck_cuda_c(cuda_c_source, label)
 
     def check_unrun_cuda_c() -> bool:
         problems = _cuda_c_problems(cuda_c_source)
         if problems:
             print(f"{LABEL}: read from its code: {problems[0]}")
             return False
+        print(f"{LABEL}: its barrier reads right; whether every thread reaches it was NOT "
+              "checked by a run here (that needs PyCUDA on a GPU).")
         return compile_only(cuda_c_source, EnvWrapper(Spacing(), 1, "numpy").store,
                             f"the parameters are {SPACING_PARAMETERS}.", name="spacing_step")
 
@@ -380,6 +385,43 @@ def _count_barriers(kernel, label: str) -> list[str] | None:
     if problems and NO_BARRIER not in problems:
         print(f"{where}: {problems[0]}")
     return problems
+
+
+#: What synccheck runs: the learner's CUDA C, launched once with a block of spare threads.
+SYNCCHECK_SCRIPT = """
+import sys
+import wd_teach  # first: it chooses between the GPU and Numba's simulator
+import torch
+from wd_teach.env.wrapper import EnvWrapper
+from wd_teach.exercises.lesson_05 import Spacing
+
+source = sys.stdin.read()
+num_envs, num_agents, block = (int(arg) for arg in sys.argv[1:4])
+wrapper = EnvWrapper(Spacing(None, source, num_agents=num_agents), num_envs, "pycuda")
+wrapper.launcher.launch("spacing_step", block=(block, 1, 1))
+torch.cuda.synchronize()
+print("launched")
+"""
+
+
+def _synccheck_cuda_c(source, label: str) -> bool:
+    """On a GPU: the CUDA C launched once under compute-sanitizer's synccheck, with a block
+    larger than the agents. True unless it finds a barrier error (printed); where it cannot
+    run, says so (the code was read instead)."""
+    num_envs, num_agents = spacing_check_sizes()
+    block = (num_agents // WARP + 1) * WARP
+    found = synccheck(SYNCCHECK_SCRIPT, str(num_envs), str(num_agents), str(block),
+                      stdin=cuda_c.read_source(source))
+    if isinstance(found, str):
+        print(f"{label}: whether every thread reaches the barrier was read from the code, not "
+              f"watched: {found}.")
+        return True
+    if found:
+        print(f"{label}, a block of {block} threads for {num_agents} agents: {found[0]}")
+        return False
+    print(f"{label}: compute-sanitizer's synccheck, a block of {block} threads for "
+          f"{num_agents} agents: every thread reaches the barrier.")
+    return True
 
 
 def spacing_check_sizes() -> tuple[int, int]:
