@@ -23,7 +23,8 @@ block run one after another, so it always does); a barrier that spare threads ne
 `return` before it, or the barrier inside `if agent < num_agents:`) does not, so on the
 simulator the checker launches the step with a block larger than the agents and counts the
 barriers each thread reached (barriers.py). On a GPU, where such a launch could hang, the code
-is read for it instead and the kernel is not launched.
+is read for it instead and the kernel is not launched; CUDA C that reads right and runs right
+is launched once more under compute-sanitizer's synccheck, where the tool is here.
 """
 
 from __future__ import annotations
