@@ -11,7 +11,16 @@ tests/exercise_answers.py's, shared with the GPU twin.
 
 import numpy as np
 import pytest
-from exercise_answers import CATCH_C, catches_nothing, make_catch, plain_count, without_pycuda
+from exercise_answers import (
+    CATCH_C,
+    CATCH_C_EXCHANGE_ON_IN_GAME,
+    catches_nothing,
+    exchange_on_in_game,
+    make_catch,
+    plain_count,
+    right_where_it_ran,
+    without_pycuda,
+)
 from matplotlib import pyplot as plt
 
 import wd_teach
@@ -20,6 +29,7 @@ from wd_teach._simulator import simulator_on
 from wd_teach.device import nvcc_path
 from wd_teach.errors import WdTeachError
 from wd_teach.exercises import lesson_06
+from wd_teach.exercises.atomics import atomic_targets
 from wd_teach.exercises.races import kernels_numba as races_numba
 from wd_teach.exercises.races import pictures as race_pictures
 from wd_teach.exercises.races import races
@@ -32,7 +42,7 @@ def no_pycuda(monkeypatch):
 
 
 def test_the_catch_checker_accepts_a_right_catch(capsys):
-    assert lesson_06.check_catch(make_catch(), CATCH_C, "numba")
+    assert right_where_it_ran(lesson_06.check_catch(make_catch(), CATCH_C, "numba"))
     out = capsys.readouterr().out
     assert "Numba kernel: ran on numba" in out and ": right." in out
     if "pycuda" in wd_teach.discover().backends:
@@ -58,20 +68,34 @@ def test_the_catch_checker_rejects_wrong_numba_catches_naming_what_is_wrong(kern
         assert piece in out
 
 
-def test_a_catch_without_an_atomic_is_rejected_where_it_runs(capsys):
-    """Under the simulator the plain += counts right, so the checker reads the kernel for an
-    atomic and says why; on a GPU the plain += loses counts in the crowd case."""
-    assert not lesson_06.check_catch(plain_count, CATCH_C, "numba")
+@pytest.mark.parametrize("kernel, says", [
+    (plain_count, "it has no atomic operation at all"),
+    (exchange_on_in_game, "its atomics go elsewhere (exch on in_game)"),
+])
+def test_a_catch_that_counts_without_an_atomic_add_is_rejected_where_it_runs(kernel, says,
+                                                                            capsys):
+    """Under the simulator the plain += counts right, so the checker reads from the kernel's
+    IR which array its atomics go to and says why; on a GPU the plain += loses counts in the
+    crowd case (or, by chance not, the IR says it)."""
+    verdict = lesson_06.check_catch(kernel, CATCH_C, "numba")
+    assert not verdict and not verdict.passed_here
     out = capsys.readouterr().out
-    assert "atomic" in out and "All right" not in out
+    assert "All right" not in out
     if simulator_on():
-        assert "one at a time" in out
+        assert says in out and "one at a time" in out
     else:
-        assert "adds were lost" in out
+        assert "adds were lost" in out or says in out
+
+
+def test_the_atomics_targets_are_read_from_the_ir():
+    assert atomic_targets(make_catch().py_func) == {"num_caught": {"add"}}
+    assert atomic_targets(plain_count.py_func) == {}
+    assert atomic_targets(exchange_on_in_game.py_func) == {"in_game": {"exch"}}
 
 
 def test_without_pycuda_a_right_cuda_c_catch_is_reported_as_not_run(no_pycuda, capsys):
-    assert lesson_06.check_catch(make_catch(), CATCH_C, "numba")
+    verdict = lesson_06.check_catch(make_catch(), CATCH_C, "numba")
+    assert not verdict and verdict.passed_here
     out = capsys.readouterr().out
     assert "All right" not in out
     assert "NOT run" in out or "nor run" in out
@@ -80,7 +104,8 @@ def test_without_pycuda_a_right_cuda_c_catch_is_reported_as_not_run(no_pycuda, c
 
 @pytest.mark.parametrize("source, says", [
     (CATCH_C.replace("atomicAdd(&num_caught[env], 1);", "num_caught[env] += 1;"),
-     "no atomic in catch_runners"),
+     "no atomicAdd on num_caught in catch_runners"),
+    (CATCH_C_EXCHANGE_ON_IN_GAME, "no atomicAdd on num_caught in catch_runners"),
     (CATCH_C.replace("int* num_caught", "float* num_caught"), "'num_caught' holds int32"),
     (CATCH_C.replace("tagging_distance", "reach"), "needs 'reach', but the store has no"),
     (CATCH_C.replace("in_game[me] = 0;", "in_game[me] = 0"), "could not compile"),

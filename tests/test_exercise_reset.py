@@ -17,6 +17,7 @@ from exercise_answers import (
     keeps_the_flags,
     make_reset_rows,
     resets_nothing,
+    right_where_it_ran,
     without_pycuda,
 )
 
@@ -32,7 +33,7 @@ def no_pycuda(monkeypatch):
 
 
 def test_the_checker_accepts_a_right_reset(capsys):
-    assert lesson_04.check_reset(RIGHT_RESET, RESET_C, "numba")
+    assert right_where_it_ran(lesson_04.check_reset(RIGHT_RESET, RESET_C, "numba"))
     out = capsys.readouterr().out
     assert "Numba kernel: ran on numba" in out and ": right." in out
     if "pycuda" in wd_teach.discover().backends:
@@ -73,7 +74,8 @@ def test_wrong_rows_are_named_by_array_env_and_agent(capsys):
 
 
 def test_without_pycuda_a_right_cuda_c_reset_is_reported_as_not_run(no_pycuda, capsys):
-    assert lesson_04.check_reset(RIGHT_RESET, RESET_C, "numba")
+    verdict = lesson_04.check_reset(RIGHT_RESET, RESET_C, "numba")
+    assert not verdict and verdict.passed_here
     out = capsys.readouterr().out
     assert "All right" not in out
     assert "NOT run" in out or "nor run" in out

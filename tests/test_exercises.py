@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from exercise_answers import MOVE_C_WITHOUT_DT_OR_GUARD, right_where_it_ran
 from numba import cuda
 
 import wd_teach
@@ -147,7 +148,7 @@ needs_cuda_c = pytest.mark.skipif(
 
 
 def test_move_accepts_the_right_kernels(backend, capsys):
-    assert lesson_02.check_move_kernel(right_move, DEMO_CUDA_C, backend)
+    assert right_where_it_ran(lesson_02.check_move_kernel(right_move, DEMO_CUDA_C, backend))
     out = capsys.readouterr().out
     if "pycuda" in wd_teach.discover().backends:
         assert "All right" in out
@@ -227,11 +228,13 @@ def test_move_rejects_the_starters_empty_cuda_c_body(capsys):
 @pytest.mark.parametrize("source", [
     DEMO_CUDA_C.replace("pos[i] += vel[i] * dt;", "pos[threadIdx.x] -= vel[i] * dt * 7;"),
     DEMO_CUDA_C.replace("if (agent >= num_agents) return;", ""),
+    MOVE_C_WITHOUT_DT_OR_GUARD,
 ])
 def test_wrong_cuda_c_arithmetic_without_a_gpu_is_never_called_right(source, capsys):
     """A wrong body compiles; without a GPU it cannot run, and the verdict says so instead
-    of calling the whole right."""
-    lesson_02.check_move_kernel(right_move, source, "numba")
+    of calling the whole right: it is not True, so the solution cell's assert fails on it."""
+    verdict = lesson_02.check_move_kernel(right_move, source, "numba")
+    assert not verdict and verdict.passed_here
     out = capsys.readouterr().out
     assert "All right" not in out and "Checked only in part" in out
     assert "NOT checked: what the CUDA C kernel computes" in out

@@ -3,68 +3,17 @@
 
 import numpy as np
 import pytest
+from exercise_answers import DRAW_CU, draw_from_float_zero, make_draw_kernel, right_where_it_ran
 from numba import cuda
 
 import wd_teach
 from wd_teach.device import nvcc_path
 from wd_teach.exercises import lesson_03
+from wd_teach.exercises.gpu_types import float64_variables
 from wd_teach.numba_index import agent_id, env_id
 from wd_teach.sampler.reference import inverse_cdf
 
 # -- lesson 03: the draw loop, as a kernel in both languages ---------------------------------
-
-DRAW_CU = r"""
-#include "wd_teach.cuh"
-
-extern "C" __global__ void draw_actions(const float* probs, const float* u, int* actions,
-                                        int num_actions, int num_agents) {
-  const int env = wd_env_id();
-  const int agent = wd_agent_id();
-  if (agent >= num_agents) return;
-  const int slot = wd_slot(env, agent, num_agents);
-  const float* row = probs + slot * num_actions;
-  int action = -1;
-  float cumulative = 0.0f;
-  int last_possible = 0;
-  for (int a = 0; a < num_actions && action < 0; ++a) {
-    if (row[a] > 0.0f) last_possible = a;
-    cumulative += row[a];
-    if (u[slot] < cumulative) action = a;
-  }
-  actions[slot] = action < 0 ? last_possible : action;
-}
-"""
-
-
-def make_draw_kernel(total=np.float32, at_or_below=False, last_fallback=False, write=True,
-                     env_of_row=-1):
-    """The right Numba kernel, or one with the given mistakes: a running sum of another type,
-    u <= sum, the last action past the end, no write, every env reading the rows of
-    env `env_of_row` (-1: its own)."""
-
-    @cuda.jit
-    def draw_actions(probs, u, actions, num_actions, num_agents):
-        env = env_id()
-        agent = agent_id()
-        if agent >= num_agents:
-            return
-        row = probs[env if env_of_row < 0 else env_of_row, agent]
-        cumulative = total(0.0)
-        last_possible = 0
-        action = -1
-        for a in range(num_actions):
-            if action < 0:
-                if row[a] > 0:
-                    last_possible = a
-                cumulative += row[a]
-                if u[env, agent] < cumulative or (at_or_below and u[env, agent] == cumulative):
-                    action = a
-        if action < 0:
-            action = num_actions - 1 if last_fallback else last_possible
-        if write:
-            actions[env, agent] = action
-
-    return draw_actions
 
 
 def test_the_traps_fit_the_store_and_stay_traps():
@@ -87,7 +36,7 @@ def test_the_traps_fit_the_store_and_stay_traps():
 
 
 def test_draw_checker_accepts_the_right_kernels(backend, capsys):
-    assert lesson_03.check_draw_kernels(make_draw_kernel(), DRAW_CU, backend)
+    assert right_where_it_ran(lesson_03.check_draw_kernels(make_draw_kernel(), DRAW_CU, backend))
     out = capsys.readouterr().out
     if "pycuda" in wd_teach.discover().backends:
         assert "All right" in out
@@ -199,16 +148,40 @@ def draw_from_a_bare_float(probs, u, actions, num_actions, num_agents):
     actions[env, agent] = action if action >= 0 else last_possible
 
 
-def test_a_running_sum_started_at_a_bare_float_is_refused_from_its_code(capsys):
-    """On the simulator the sum stays float32 and every draw is right; on a GPU it is a
-    float64 and the float32 trap fails: the checker reads it in the code, on both."""
-    assert lesson_03.bare_float_sums(draw_from_a_bare_float) == ["cumulative"]
-    assert lesson_03.bare_float_sums(make_draw_kernel()) == []
-    assert not lesson_03.check_draw_kernels(draw_from_a_bare_float, DRAW_CU, "numba")
+def test_the_gpu_types_of_a_kernels_variables_show_a_float64_sum():
+    """The simulator keeps a sum started at 0.0 or float(0) float32 (NumPy's rules); Numba's
+    compiler for a GPU makes it float64. The checker compiles the kernel for a GPU (no GPU
+    needed) and reads the types."""
+    found = float64_variables(draw_from_a_bare_float, lesson_03.ARG_TYPES)
+    if isinstance(found, str) and "nvvm" in found.lower():
+        pytest.skip(f"Numba's compiler for a GPU (NVVM) is not here: {found}")
+    assert found == ["cumulative"]
+    assert float64_variables(draw_from_float_zero, lesson_03.ARG_TYPES) == ["cumulative"]
+    assert float64_variables(make_draw_kernel(), lesson_03.ARG_TYPES) == []
+
+
+@pytest.mark.parametrize("kernel", [draw_from_a_bare_float, draw_from_float_zero],
+                         ids=["0.0", "float(0)"])
+def test_a_running_sum_that_a_gpu_makes_float64_is_refused(kernel, capsys):
+    """On the simulator every draw is right; the types a GPU gives the sum are not."""
+    verdict = lesson_03.check_draw_kernels(kernel, DRAW_CU, "numba")
     out = capsys.readouterr().out
-    assert "cumulative starts at a bare float" in out and "np.float32(0.0)" in out
+    assert not verdict and not verdict.passed_here
+    assert "cumulative is a float64" in out and "np.float32(0.0)" in out
 
 
 def test_draw_checker_waits_for_both_halves(capsys):
     assert not lesson_03.check_draw_kernels(make_draw_kernel(), None)
     assert "Not yet" in capsys.readouterr().out
+
+
+def test_without_numbas_gpu_compiler_the_sums_type_is_said_to_be_unchecked(monkeypatch,
+                                                                           capsys):
+    """A laptop without NVVM runs the draws but cannot type the kernel for a GPU: the verdict
+    is not True and says so; what ran is right."""
+    monkeypatch.setattr(lesson_03, "float64_variables",
+                        lambda kernel, types: "NvvmSupportError: libNVVM cannot be found")
+    verdict = lesson_03.check_draw_kernels(make_draw_kernel(), DRAW_CU, "numba")
+    out = capsys.readouterr().out
+    assert not verdict and verdict.passed_here
+    assert "NOT checked whether its running sum is float32" in out and "All right" not in out

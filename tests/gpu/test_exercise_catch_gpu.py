@@ -3,7 +3,13 @@ plain += loses counts that an atomic add keeps."""
 
 import numpy as np
 import pytest
-from exercise_answers import CATCH_C, make_catch, plain_count
+from exercise_answers import (
+    CATCH_C,
+    CATCH_C_EXCHANGE_ON_IN_GAME,
+    exchange_on_in_game,
+    make_catch,
+    plain_count,
+)
 
 import wd_teach
 from wd_teach.exercises import lesson_06
@@ -14,7 +20,8 @@ right_catch = make_catch()
 
 def test_a_right_catch_runs_in_both_languages_and_passes(capsys):
     assert "pycuda" in wd_teach.discover().backends, "these tests need PyCUDA on the GPU"
-    assert lesson_06.check_catch(right_catch, CATCH_C, "pycuda")
+    verdict = lesson_06.check_catch(right_catch, CATCH_C, "pycuda")
+    assert verdict and verdict.passed_here
     out = capsys.readouterr().out
     assert "CUDA C kernel: ran on pycuda" in out
     assert "Numba kernel: ran on numba (on the GPU)" in out
@@ -40,6 +47,18 @@ def test_a_numba_catch_with_a_plain_add_loses_counts_on_the_gpu(capsys):
     assert not lesson_06.check_catch(plain_count, CATCH_C, "numba")
     out = capsys.readouterr().out
     assert "Numba kernel, " in out and "adds were lost" in out
+
+
+def test_an_atomic_on_in_game_beside_a_plain_count_is_rejected_in_both_languages(capsys):
+    """The known-wrong catch: an exchange on in_game, a plain += on num_caught. The crowd
+    loses counts; where a run by chance loses none, the Numba kernel's IR still shows it."""
+    assert not lesson_06.check_catch(exchange_on_in_game, CATCH_C, "numba")
+    out = capsys.readouterr().out
+    assert "adds were lost" in out or "its atomics go elsewhere (exch on in_game)" in out
+    verdict = lesson_06.check_catch(right_catch, CATCH_C_EXCHANGE_ON_IN_GAME, "pycuda")
+    assert not verdict
+    out = capsys.readouterr().out
+    assert "CUDA C kernel, " in out and "adds were lost" in out and "All right" not in out
 
 
 @pytest.mark.parametrize("backend", ["pycuda", "numba"])

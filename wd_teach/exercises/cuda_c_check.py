@@ -2,6 +2,10 @@
 the NumPy reference, check the rest as far as it can be checked, and a verdict that says
 which is which.
 
+The verdict (verdict.Verdict) is true only when both halves ran and were right; where the
+CUDA C half could not run, it is false, and its `passed_here` says whether what did run was
+right.
+
 A CUDA C kernel runs only through PyCUDA, on an NVIDIA GPU. Where there is none, the checker
 binds the kernel's parameters by name against the store, as a launch would, and compiles it
 with nvcc when nvcc is here. That proves the kernel is well formed, not that it computes the
@@ -23,6 +27,7 @@ from typing import Any
 from wd_teach import cuda_c
 from wd_teach.device import choose_backend, discover, nvcc_path
 from wd_teach.errors import WdTeachError
+from wd_teach.exercises.verdict import Verdict
 from wd_teach.launch import KernelLauncher, cuda_c_argument
 from wd_teach.show import cuda_function
 
@@ -50,20 +55,25 @@ def why_pycuda_cannot_run() -> str:
     return "PyCUDA is not installed here"
 
 
-def check_halves(backend: str | None, run: Callable[[str, str], bool],
-                 check_unrun_cuda_c: Callable[[], bool], whole: str) -> bool:
+def check_halves(backend: str | None, run: Callable[[str, str], bool | str],
+                 check_unrun_cuda_c: Callable[[], bool], whole: str) -> Verdict:
     """Check the Numba and the CUDA C half of an exercise, the notebook's backend first.
 
     `run(backend, label)` runs one half beside the NumPy reference and prints what it found
-    (True: right). Where PyCUDA cannot run, `check_unrun_cuda_c()` checks what can be checked
-    without running it (True: nothing found wrong). `whole` is what "All right" vouches for.
-    Returns True when nothing that was checked is wrong; what was not run is printed."""
+    (True: right; a sentence: part of it could not be checked here, and why). Where PyCUDA
+    cannot run, `check_unrun_cuda_c()` checks what can be checked without running it (True:
+    nothing found wrong): the half then counts as not run, never as right.
+    `whole` is what "All right" vouches for."""
     backend = choose_backend(backend)
     tally = Tally()
     for half in [backend, *(b for b in LABELS if b != backend)]:
         label = LABELS[half]
         if half in discover().backends:
-            (tally.right if run(half, label) else tally.wrong).append(label)
+            outcome = run(half, label)
+            if isinstance(outcome, str):
+                tally.not_run[label] = outcome
+            else:
+                (tally.right if outcome else tally.wrong).append(label)
         elif half == "pycuda":
             if check_unrun_cuda_c():
                 tally.not_run[label] = why_pycuda_cannot_run()
@@ -76,22 +86,24 @@ def check_halves(backend: str | None, run: Callable[[str, str], bool],
     return verdict(tally, whole)
 
 
-def verdict(tally: Tally, whole: str) -> bool:
+def verdict(tally: Tally, whole: str) -> Verdict:
     """Print the last line of a check: "All right" only when every half ran and was right.
-    Returns True when no half was found wrong."""
+    The Verdict returned is true only then."""
+    result = Verdict(tuple(tally.right), tuple(tally.wrong), tuple(tally.not_run.items()))
     if tally.wrong:
         print(f"Not yet: see above what is wrong with the {' and the '.join(tally.wrong)}.")
-        return False
-    if not tally.not_run:
+    elif not tally.not_run:
         print(f"All right: {whole}")
-        return True
-    checked = (f"the {' and the '.join(tally.right)}, run beside the NumPy reference: right"
-               if tally.right else "nothing was run")
-    unrun = "; ".join(f"what the {label} computes, since it was not run ({why})"
-                      for label, why in tally.not_run.items())
-    print(f"Checked only in part. Checked here: {checked}. NOT checked: {unrun}. So there is "
-          "no verdict on the whole yet: run this cell on a GPU with PyCUDA for one.")
-    return True
+    else:
+        checked = (f"the {' and the '.join(tally.right)}, run beside the NumPy reference: "
+                   "right" if tally.right else "no half both ran and was checked whole")
+        unrun = "; ".join(f"what the {label} computes, since it was not run ({why})"
+                          if label == LABEL else f"the {label}: {why}"
+                          for label, why in tally.not_run.items())
+        print(f"Checked only in part. Checked here: {checked}. NOT checked: {unrun}. So there "
+              "is no verdict on the whole yet (the result is not True): run this cell on a GPU "
+              "with PyCUDA for one.")
+    return result
 
 
 def compile_only(source, store, hint: str, name: str | None = None) -> bool:

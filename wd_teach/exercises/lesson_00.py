@@ -7,9 +7,11 @@ environment, which thread is which agent, and which threads have no agent at all
 from __future__ import annotations
 
 from wd_teach.errors import WdTeachError
+from wd_teach.exercises.verdict import verdict_of
 from wd_teach.launch import launch_geometry
 
 
+@verdict_of("your three numbers")
 def check_launch_shape(num_envs: int, num_agents: int, max_threads: int,
                        total_blocks, threads_per_block, idle_threads) -> bool:
     """Check the three numbers a learner worked out for `num_envs` x `num_agents` agents on a

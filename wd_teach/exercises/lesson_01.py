@@ -12,6 +12,7 @@ import numpy as np
 
 from wd_teach.data import DataStore
 from wd_teach.errors import WdTeachError
+from wd_teach.exercises.verdict import verdict_of
 from wd_teach.sizes import lesson_sizes
 
 NAME = "heading"
@@ -24,6 +25,7 @@ def random_headings(rng: np.random.Generator | None = None) -> np.ndarray:
     return rng.uniform(0, 2 * np.pi, size=(sizes.num_envs, sizes.num_agents))
 
 
+@verdict_of("build_store")
 def check_heading_store(build_store) -> bool:
     """Call `build_store(heading)` twice on fresh data and check each store it returns."""
     if not callable(build_store):

@@ -17,6 +17,7 @@ import numpy as np
 
 from wd_teach.data import DataStore
 from wd_teach.exercises.cuda_c_check import check_halves, compile_only, launch_learner_kernel
+from wd_teach.exercises.verdict import Verdict, not_yet
 from wd_teach.launch import launch_geometry
 from wd_teach.sizes import lesson_sizes
 
@@ -41,12 +42,13 @@ def split_threads(num_agents: int) -> int:
     return max(1, num_agents // 2 + 1)
 
 
-def check_move_kernel(numba_kernel, cuda_c_source, backend: str) -> bool:
-    """Check both halves of the exercise; `backend` is the one the notebook runs on. True
-    when nothing that was checked is wrong (the last line says what was not run)."""
+def check_move_kernel(numba_kernel, cuda_c_source, backend: str) -> Verdict:
+    """Check both halves of the exercise; `backend` is the one the notebook runs on. The
+    Verdict is true only when both ran and were right (the last line says what was not
+    run)."""
     if numba_kernel is None or cuda_c_source is None:
         print("Not yet: write both the Numba kernel and the CUDA C source.")
-        return False
+        return not_yet()
     halves = {"numba": numba_kernel, "pycuda": cuda_c_source}
     return check_halves(
         backend, lambda half, label: _run_both_shapes(halves[half], half, label),

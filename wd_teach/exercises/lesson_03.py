@@ -11,18 +11,16 @@ two blocks per environment, on rows whose answers it works out with the NumPy re
 (`TRAPS`: u = 0, u on a running sum, impossible actions, a float32 running sum that a float64
 one gets wrong, rows that sum to a hair under 1 and end in impossible actions); the others
 hold random rows, some with impossible actions, and the sampler's own Philox numbers. It names
-the first agent that drew wrong. A Numba running sum started at a bare `0.0` is refused from
-its code: the simulator keeps it float32, a GPU makes it float64. Where PyCUDA cannot run, the
-CUDA C half is read (a `double` running sum is refused) and compiled, not run, and the verdict
-says so.
+the first agent that drew wrong. A Numba running sum that a GPU would make float64 (started at
+`0.0` or `float(0)`) is refused by compiling the kernel for a GPU and reading its variables'
+types (gpu_types): the simulator keeps such a sum float32, so no run there can show it.
+Where PyCUDA cannot run, the CUDA C half is read (a `double` running sum is refused) and
+compiled, not run, and the verdict says so.
 """
 
 from __future__ import annotations
 
-import ast
-import inspect
 import re
-import textwrap
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +29,8 @@ from wd_teach import cuda_c
 from wd_teach.data import DataStore
 from wd_teach.errors import WdTeachError
 from wd_teach.exercises.cuda_c_check import LABEL, check_halves, compile_only, launch_learner_kernel
+from wd_teach.exercises.gpu_types import float64_variables
+from wd_teach.exercises.verdict import Verdict, not_yet
 from wd_teach.rng.reference import thread_uniforms
 from wd_teach.sampler.reference import inverse_cdf
 
@@ -42,8 +42,8 @@ UNWRITTEN = -1
 #: The largest float32 below 1: the largest u the sampler ever draws.
 U_MAX = 1 - 2**-24
 FLOAT32_SUM = ("the running sum is float32 in the sampler, added left to right: start it at "
-               "np.float32(0.0) in Numba (a bare 0.0 is a float64 on a GPU) and declare it "
-               "float in C, never double.")
+               "np.float32(0.0) in Numba (a bare 0.0 or float(0) is a float64 on a GPU) and "
+               "declare it float in C, never double.")
 
 
 @dataclass(frozen=True)
@@ -100,22 +100,22 @@ def make_draws(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     return probs, u
 
 
-def check_draw_kernels(numba_kernel, cuda_c_source, backend: str | None = None) -> bool:
-    """Check both halves of the exercise; `backend` is the one the notebook runs on. True
-    when nothing that was checked is wrong (the last line says what was not run)."""
+def check_draw_kernels(numba_kernel, cuda_c_source, backend: str | None = None) -> Verdict:
+    """Check both halves of the exercise; `backend` is the one the notebook runs on. The
+    Verdict is true only when both ran and were right (the last line says what was not
+    run)."""
     if numba_kernel is None or cuda_c_source is None:
         print("Not yet: write both the Numba kernel and the CUDA C source of draw_actions.")
-        return False
+        return not_yet()
     halves = {"numba": numba_kernel, "pycuda": cuda_c_source}
 
-    def run(half: str, label: str) -> bool:
-        bare = bare_float_sums(numba_kernel) if half == "numba" else []
-        if bare:
-            print(f"{label}: {bare[0]} starts at a bare float and is added to. Numba makes it a "
-                  "float64 on a GPU (the simulator keeps it float32, by NumPy's rules), so "
-                  f"there the sum would not round as the sampler's does.\nHint: {FLOAT32_SUM}")
+    def run(half: str, label: str) -> bool | str:
+        if not _run(halves[half], half, label):
             return False
-        return _run(halves[half], half, label)
+        if half != "numba":
+            return True
+        float64 = _float64_on_a_gpu(numba_kernel, label)
+        return True if float64 is None else float64
 
     return check_halves(
         backend, run,
@@ -124,19 +124,28 @@ def check_draw_kernels(numba_kernel, cuda_c_source, backend: str | None = None) 
         "both languages.")
 
 
-def bare_float_sums(kernel) -> list[str]:
-    """The names a Numba kernel starts at a bare float (`total = 0.0`) and then adds to: read
-    from its code, because only a GPU shows the float64 that Numba makes of them."""
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(kernel.py_func)))
-    except (AttributeError, OSError, TypeError, SyntaxError):
-        return []  # no source to read (made by exec, say): the run is all there is
-    bare = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
-            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, float)
-            for target in node.targets if isinstance(target, ast.Name)}
-    added = {node.target.id for node in ast.walk(tree) if isinstance(node, ast.AugAssign)
-             and isinstance(node.target, ast.Name)}
-    return sorted(bare & added)
+#: The kernel's arguments as a GPU compiles them: probs, u, actions, num_actions, num_agents.
+ARG_TYPES = ("float32[:, :, ::1]", "float32[:, ::1]", "int32[:, ::1]", "int32", "int32")
+
+
+def _float64_on_a_gpu(kernel, label: str) -> bool | str | None:
+    """None when Numba's compiler for a GPU types no variable of the kernel float64; else
+    False (it does: printed which) or the reason it could not be found out. The simulator
+    cannot show this (it keeps such a sum float32, by NumPy's rules), so the kernel is
+    compiled for a GPU and its variables' types are read (gpu_types)."""
+    found = float64_variables(kernel, ARG_TYPES)
+    if isinstance(found, str):
+        if "nvvm" in found.lower():
+            print(f"{label}: NOT checked whether its running sum is float32 on a GPU: {found}.")
+            return f"the float32 running sum was not checked ({found})"
+        print(f"{label}: {found}.")
+        return False
+    if not found:
+        return None
+    print(f"{label}: compiled for a GPU, {', '.join(found)} is a float64 (a float64 sum does "
+          "not round as the sampler's float32 one; the simulator cannot show it, since it "
+          f"keeps the sum float32).\nHint: {FLOAT32_SUM}")
+    return False
 
 
 def _run(kernel, backend: str, label: str) -> bool:

@@ -35,6 +35,7 @@ from wd_teach.exercises.cuda_c_check import (
     kernel_body,
     launch_learner_kernel,
 )
+from wd_teach.exercises.verdict import Verdict, not_yet
 from wd_teach.launch import KernelLauncher, cuda_c_argument
 from wd_teach.reset.reference import reference_reset
 
@@ -53,16 +54,16 @@ WHOLE = ("only the done environments went back to their start, every agent of th
          "their own pristine rows, and every flag is down, in Numba and in CUDA C.")
 
 
-def check_reset(numba_kernels, cuda_c_source, backend: str | None = None) -> bool:
+def check_reset(numba_kernels, cuda_c_source, backend: str | None = None) -> Verdict:
     """Check both halves: `numba_kernels` ([reset_rows, clear_done], @cuda.jit) and
     `cuda_c_source` (both kernels in CUDA C), the notebook's `backend` first."""
     if not isinstance(numba_kernels, (list, tuple)) or not numba_kernels \
             or not all(hasattr(k, "py_func") for k in numba_kernels):
         print("Not yet: pass [reset_rows, clear_done], both Numba kernels (@cuda.jit).")
-        return False
+        return not_yet()
     if not isinstance(cuda_c_source, str) or "reset_rows" not in cuda_c_source:
         print("Not yet: write the CUDA C source of reset_rows and clear_done as a string.")
-        return False
+        return not_yet()
     halves = {"numba": list(numba_kernels), "pycuda": cuda_c_source}
     return check_halves(backend, lambda half, label: _run_cases(halves[half], half, label),
                         lambda: _check_unrun(cuda_c_source), WHOLE)

@@ -17,19 +17,18 @@ parameters are checked against the store, but it is not run: the verdict says so
 
 The second exercise, `check_spacing_step`, is the step of agents that read each other: each
 agent moves, then finds its nearest neighbour among the moved agents. Between the two
-halves the kernel must wait at a barrier. A missing barrier shows up as a run that parts
-from the reference (on the simulator the threads of a block run one after another, so it
-always does); a `return` before the barrier does not (the simulator waits only for the
-threads still running, and on a GPU it is undefined behaviour: a hang, or reads of half-
-written memory), so the checker reads the kernel's code for it and refuses to launch it.
+halves the kernel must wait at a barrier that every thread of the block reaches. A missing
+barrier shows up as a run that parts from the reference (on the simulator the threads of a
+block run one after another, so it always does); a barrier that spare threads never reach (a
+`return` before it, or the barrier inside `if agent < num_agents:`) does not, so on the
+simulator the checker launches the step with a block larger than the agents and counts the
+barriers each thread reached (barriers.py). On a GPU, where such a launch could hang, the code
+is read for it instead and the kernel is not launched; CUDA C that reads right and runs right
+is launched once more under compute-sanitizer's synccheck, where the tool is here.
 """
 
 from __future__ import annotations
 
-import ast
-import inspect
-import re
-import textwrap
 import threading
 from dataclasses import dataclass
 from functools import partial
@@ -43,6 +42,15 @@ from wd_teach.env import OBS, Env, EpisodeMetric, StateArray, Tolerance, require
 from wd_teach.env.consistency import check_consistency
 from wd_teach.env.wrapper import EnvWrapper
 from wd_teach.errors import WdTeachError
+from wd_teach.exercises.barriers import (
+    NO_BARRIER,
+    UNREACHED,
+    barrier_problems,
+    counting_barriers,
+    cuda_c_barrier_problems,
+    numba_barrier_problems,
+    synccheck,
+)
 from wd_teach.exercises.cuda_c_check import (
     LABEL,
     check_halves,
@@ -51,6 +59,7 @@ from wd_teach.exercises.cuda_c_check import (
     say_why_it_failed,
 )
 from wd_teach.exercises.gather.env import Gather, GatherConfig
+from wd_teach.exercises.verdict import Verdict, not_yet
 from wd_teach.launch import MAX_THREADS_PER_BLOCK
 from wd_teach.sizes import lesson_sizes
 
@@ -163,12 +172,13 @@ class ParkingLine(Env):
         return parking_reference
 
 
-def check_parking_step(numba_kernel, cuda_c_source, backend: str | None = None) -> bool:
-    """Check both halves of the exercise; `backend` is the one the notebook runs on. True
-    when nothing that was checked is wrong (the last line says what was not run)."""
+def check_parking_step(numba_kernel, cuda_c_source, backend: str | None = None) -> Verdict:
+    """Check both halves of the exercise; `backend` is the one the notebook runs on. The
+    Verdict is true only when both ran and were right (the last line says what was not
+    run)."""
     if numba_kernel is None or cuda_c_source is None:
         print("Not yet: write both the Numba kernel and the CUDA C source of parking_step.")
-        return False
+        return not_yet()
     return check_halves(
         backend,
         lambda half, label: _run_beside_reference(numba_kernel, cuda_c_source, half, label),
@@ -207,6 +217,8 @@ SPACING_PARAMETERS = ("pos, moves, actions, obs, rewards, done, timestep, episod
                       "length, spacing, num_agents")
 #: Seconds a run of the learner's kernel may take before the checker gives up on it.
 TIME_LIMIT = 120
+#: Threads in a warp: the barrier check's block is the next whole warp above the agents.
+WARP = 32
 SPACING_HINTS = {
     "pos": "first every agent moves: pos + moves[action], kept within [0, length].",
     "obs": "obs[env, agent] is [pos / length, (pos[nearest] - pos) / length], where nearest "
@@ -218,15 +230,9 @@ SPACING_HINTS = {
     "done": "agent 0 sets done = timestep >= episode_length (after counting the step).",
     "done (returned)": "agent 0 sets done = timestep >= episode_length.",
 }
-NO_BARRIER = ("there is no barrier between the move and the reads, so an agent can read a "
-              "neighbour's position before that neighbour has moved (or half-way through). Put "
-              "cuda.syncthreads() (in CUDA C: __syncthreads();) after every agent's move and "
-              "before any agent reads the others.")
-EARLY_RETURN = ("a thread returns before the barrier. Every thread of the block must reach "
-                "the barrier: on a GPU a barrier that some threads never reach is undefined "
-                "(the block can hang, or go on before the others have written). Instead of "
-                "`if agent >= num_agents: return`, keep `active = agent < num_agents` and put "
-                "the work under `if active:`, on both sides of the barrier.")
+SPARE_THREADS = ("threads past the last agent must not touch memory: keep active = agent < "
+                 "num_agents and do the work under `if active:`, on both sides of the "
+                 "barrier.")
 
 
 @dataclass(frozen=True)
@@ -305,26 +311,36 @@ class Spacing(Gather):
         return spacing_reference
 
 
-def check_spacing_step(numba_kernel, cuda_c_source, backend: str | None = None) -> bool:
+def check_spacing_step(numba_kernel, cuda_c_source, backend: str | None = None) -> Verdict:
     """Check both halves of the spacing exercise; `backend` is the one the notebook runs.
-    True when nothing that was checked is wrong (the last line says what was not run)."""
+    The Verdict is true only when both ran and were right (the last line says what was not
+    run)."""
     if numba_kernel is None or cuda_c_source is None:
         print("Not yet: write both the Numba kernel and the CUDA C source of spacing_step.")
-        return False
+        return not_yet()
 
     def run(half: str, label: str) -> bool:
-        problems = (numba_barrier_problems(numba_kernel) if half == "numba"
-                    else cuda_c_barrier_problems(cuda_c_source))
-        if EARLY_RETURN in problems:
-            print(f"{label}: not run, because {EARLY_RETURN}")
+        if half == "numba" and simulator_on():
+            problems = _count_barriers(numba_kernel, label)
+            if problems is None or (problems and NO_BARRIER not in problems):
+                return False  # printed: a crash, a hang, or a barrier some threads skip
+        else:  # on a GPU: read, since a launch could hang
+            problems = (numba_barrier_problems(numba_kernel) if half == "numba"
+                        else _cuda_c_problems(cuda_c_source))
+            if UNREACHED in problems:
+                print(f"{label}: read from its code and not run, because {UNREACHED}")
+                return False
+        if not _run_spacing(numba_kernel, cuda_c_source, half, label, problems):
             return False
-        return _run_spacing(numba_kernel, cuda_c_source, half, label, problems)
+        return half != "pycuda" or _synccheck_cuda_c(cuda_c_source, label)
 
     def check_unrun_cuda_c() -> bool:
-        problems = cuda_c_barrier_problems(cuda_c_source)
+        problems = _cuda_c_problems(cuda_c_source)
         if problems:
-            print(f"{LABEL}: {problems[0]}")
+            print(f"{LABEL}: read from its code: {problems[0]}")
             return False
+        print(f"{LABEL}: its barrier reads right; whether every thread reaches it was NOT "
+              "checked by a run here (that needs PyCUDA on a GPU).")
         return compile_only(cuda_c_source, EnvWrapper(Spacing(), 1, "numpy").store,
                             f"the parameters are {SPACING_PARAMETERS}.", name="spacing_step")
 
@@ -333,39 +349,80 @@ def check_spacing_step(numba_kernel, cuda_c_source, backend: str | None = None) 
                         "environment, on every step, in both languages.")
 
 
-def numba_barrier_problems(kernel) -> list[str]:
-    """What the kernel's code says about its barrier: none, or a return before one."""
+def _cuda_c_problems(source) -> list[str]:
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(kernel.py_func)))
-    except (AttributeError, OSError, TypeError, SyntaxError):
-        return []  # no source to read (made by exec, say): the run is all there is
-    barriers = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
-                and getattr(node.func, "attr", getattr(node.func, "id", "")) == "syncthreads"]
-    returns = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Return)]
-    return _barrier_problems(barriers, returns)
-
-
-def cuda_c_barrier_problems(source) -> list[str]:
-    """The same, read from CUDA C text: the body of the kernel spacing_step."""
-    try:
-        text = cuda_c.read_source(source)
+        return cuda_c_barrier_problems(cuda_c.read_source(source), "spacing_step")
     except WdTeachError:
         return []  # the compile step says what is wrong with it
-    code = re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
-    if "spacing_step" not in code:
-        return []  # the compile step says which kernel it found instead
-    code = code[code.find("spacing_step"):]
-    barriers = [m.start() for m in re.finditer(r"__syncthreads\s*\(", code)]
-    returns = [m.start() for m in re.finditer(r"\breturn\b", code)]
-    return _barrier_problems(barriers, returns)
 
 
-def _barrier_problems(barriers: list[int], returns: list[int]) -> list[str]:
-    if not barriers:
-        return [NO_BARRIER]
-    if any(where < max(barriers) for where in returns):
-        return [EARLY_RETURN]
-    return []
+def _count_barriers(kernel, label: str) -> list[str] | None:
+    """On the simulator: launch the step once with a block larger than the agents (the next
+    whole warp), counting the barriers each thread reaches. What the counts show (see
+    barriers.barrier_problems, printed when a barrier was skipped), or None when the launch
+    failed or hung (printed)."""
+    num_envs, num_agents = spacing_check_sizes()
+    block = (num_agents // WARP + 1) * WARP
+
+    def launch() -> list[str]:
+        env = Spacing(kernel, num_agents=num_agents, episode_length=6, length=4.0,
+                      step_size=0.5)
+        wrapper = EnvWrapper(env, num_envs, "numba")
+        with counting_barriers() as counts:
+            wrapper.launcher.launch("spacing_step", block=(block, 1, 1))
+        return barrier_problems(counts)
+
+    where = f"{label}, a block of {block} threads for {num_agents} agents"
+    done = _within_time_limit(launch)
+    if done is None:
+        print(f"{where}: did not finish within {TIME_LIMIT} s. Is there a loop that never "
+              "ends?")
+        return None
+    problems, err = done
+    if err is not None:
+        say_why_it_failed(err, where, f"the parameters are {SPACING_PARAMETERS}, named as in "
+                          "the store.", crash_hint=SPARE_THREADS)
+        return None
+    if problems and NO_BARRIER not in problems:
+        print(f"{where}: {problems[0]}")
+    return problems
+
+
+#: What synccheck runs: the learner's CUDA C, launched once with a block of spare threads.
+SYNCCHECK_SCRIPT = """
+import sys
+import wd_teach  # first: it chooses between the GPU and Numba's simulator
+import torch
+from wd_teach.env.wrapper import EnvWrapper
+from wd_teach.exercises.lesson_05 import Spacing
+
+source = sys.stdin.read()
+num_envs, num_agents, block = (int(arg) for arg in sys.argv[1:4])
+wrapper = EnvWrapper(Spacing(None, source, num_agents=num_agents), num_envs, "pycuda")
+wrapper.launcher.launch("spacing_step", block=(block, 1, 1))
+torch.cuda.synchronize()
+print("launched")
+"""
+
+
+def _synccheck_cuda_c(source, label: str) -> bool:
+    """On a GPU: the CUDA C launched once under compute-sanitizer's synccheck, with a block
+    larger than the agents. True unless it finds a barrier error (printed); where it cannot
+    run, says so (the code was read instead)."""
+    num_envs, num_agents = spacing_check_sizes()
+    block = (num_agents // WARP + 1) * WARP
+    found = synccheck(SYNCCHECK_SCRIPT, str(num_envs), str(num_agents), str(block),
+                      stdin=cuda_c.read_source(source))
+    if isinstance(found, str):
+        print(f"{label}: whether every thread reaches the barrier was read from the code, not "
+              f"watched: {found}.")
+        return True
+    if found:
+        print(f"{label}, a block of {block} threads for {num_agents} agents: {found[0]}")
+        return False
+    print(f"{label}: compute-sanitizer's synccheck, a block of {block} threads for "
+          f"{num_agents} agents: every thread reaches the barrier.")
+    return True
 
 
 def spacing_check_sizes() -> tuple[int, int]:

@@ -8,11 +8,13 @@ people: runners already out of the game, a runner exactly at the tagging distanc
 taggers, environments that differ.
 
 Exercise 2: the learner writes the catch as a kernel, in Numba and in CUDA C, that counts the
-runners caught with an atomic add (below: check_catch). Under the simulator a plain +=
-cannot lose counts (it runs a block's threads one at a time), so there the checker also
-reads the Numba kernel for an atomic; on a GPU the crowd case shows the lost counts
-themselves. CUDA C that cannot run here is read for an atomic, bound and compiled only
-(cuda_c_check), and the verdict says that it was NOT run.
+runners caught with an atomic add (below: check_catch). The checker runs it and compares
+who left the game and the counts with the reference. Under the simulator a plain += cannot
+lose counts (it runs a block's threads one at a time), so the checker also reads from the
+Numba kernel's IR which array its atomics are applied to (atomics.py): an atomic on in_game
+next to a plain += on num_caught is refused; on a GPU the crowd case shows the lost counts
+themselves. CUDA C that cannot run here is read for an atomicAdd on num_caught, bound and
+compiled only (cuda_c_check), and the verdict says that it was NOT run.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from wd_teach import cuda_c
 from wd_teach._simulator import simulator_on
 from wd_teach.data import DataStore
 from wd_teach.errors import WdTeachError
+from wd_teach.exercises.atomics import atomic_targets
 from wd_teach.exercises.cuda_c_check import (
     LABEL,
     check_halves,
@@ -32,6 +35,7 @@ from wd_teach.exercises.cuda_c_check import (
     kernel_body,
     launch_learner_kernel,
 )
+from wd_teach.exercises.verdict import Verdict, not_yet, verdict_of
 from wd_teach_envs._tag import tag_reference
 
 
@@ -62,6 +66,7 @@ def cases(rng: np.random.Generator):
     yield "one tagger, a long reach", x, y, playing, 1, 2.5
 
 
+@verdict_of("caught()")
 def check_caught(caught) -> bool:
     """Check the learner's `caught` function against the reference on every case."""
     if caught is None or not callable(caught):
@@ -124,6 +129,8 @@ CATCH_CASES = [
     ("a crowd: 61 runners on 3 taggers, blocks of 24 (three per game, the last part-full)",
      3, 3, 61, 24),
 ]
+#: The count that many threads add to: it needs an atomic add.
+COUNTER = "num_caught"
 CATCH_PARAMETERS = ("loc_x, loc_y, in_game, num_caught, num_agents, num_taggers, "
                     "tagging_distance")
 CATCH_HINT = f"write catch_runners({CATCH_PARAMETERS}), with these parameter names."
@@ -134,36 +141,61 @@ RACE = ("threads adding to one counter at once with a plain += read the same old
         "atomicAdd(&num_caught[env], 1) in CUDA C.")
 
 
-def check_catch(numba_kernel, cuda_c_source, backend: str | None = None) -> bool:
+def check_catch(numba_kernel, cuda_c_source, backend: str | None = None) -> Verdict:
     """Check both halves of `catch_runners`, the Numba kernel and the CUDA C source, the
     notebook's `backend` first."""
     if not hasattr(numba_kernel, "py_func"):
         print("Not yet: write catch_runners as a Numba kernel (@cuda.jit).")
-        return False
+        return not_yet()
     if not isinstance(cuda_c_source, str) or "catch_runners" not in cuda_c_source:
         print("Not yet: write the CUDA C source of catch_runners as a string.")
-        return False
+        return not_yet()
     halves = {"numba": numba_kernel, "pycuda": cuda_c_source}
     return check_halves(backend, lambda half, label: _run_catch(halves[half], half, label),
                         lambda: _check_unrun_catch(cuda_c_source), CATCH_WHOLE)
 
 
-def _run_catch(kernel, backend: str, label: str) -> bool:
+def _run_catch(kernel, backend: str, label: str) -> bool | str:
     if not _run_catch_cases(kernel, backend, label):
         return False
-    if backend == "numba" and simulator_on() and "atomic" not in kernel.py_func.__code__.co_names:
-        print(f"{label}: the right runners are caught and counted here, but without an atomic. "
-              "The simulator runs a block's threads one at a time, so a plain += cannot go "
-              f"wrong here; on a GPU it does: {RACE}")
-        return False
+    if backend == "numba":
+        counted = _counted_with_an_atomic(kernel, label)
+        if counted is not True:
+            return counted
     where = "under the simulator" if simulator_on() and backend == "numba" else "on the GPU"
     print(f"{label}: ran on {backend} ({where}), a crowd over three blocks included: right.")
     return True
 
 
+def _counted_with_an_atomic(kernel, label: str) -> bool | str:
+    """Whether the Numba kernel adds to num_caught with an atomic, read from its IR (see
+    atomics.py): the simulator cannot show a lost add, and on a GPU a run may by chance lose
+    none. True, False (printed why) or, where the IR cannot be read on the simulator, why
+    that was not checked."""
+    targets = atomic_targets(kernel.py_func)
+    if targets is None:
+        if not simulator_on():
+            return True  # the crowd case on the GPU has shown the adds
+        print(f"{label}: NOT checked that num_caught is counted with an atomic (Numba could "
+              "not read the kernel's code), and the simulator cannot show a lost add.")
+        return "whether num_caught is counted with an atomic was not checked"
+    if "add" in targets.get(COUNTER, set()):
+        return True
+    elsewhere = "; ".join(f"{', '.join(sorted(ops))} on {name}" for name, ops in targets.items())
+    found = (f"its atomics go elsewhere ({elsewhere})" if targets
+             else "it has no atomic operation at all")
+    seen = ("the simulator runs a block's threads one at a time, so a plain += cannot go wrong "
+            "there" if simulator_on() else "this run happened to lose none")
+    print(f"{label}: the right runners are caught and counted here, but num_caught is not "
+          f"added to with an atomic: {found}. {seen.capitalize()}; on a GPU it loses adds: "
+          f"{RACE}")
+    return False
+
+
 def _check_unrun_catch(source: str) -> bool:
-    """Where PyCUDA cannot run: a body that adds with an atomic (the race cannot be seen
-    without a GPU, so the code is read for one), bound to the store, compiled."""
+    """Where PyCUDA cannot run: a body that adds to num_caught with an atomic (the race
+    cannot be seen without a GPU, so the code is read for one), bound to the store,
+    compiled."""
     try:
         text = cuda_c.read_source(source)
         written = ("catch_runners" in cuda_c.kernel_signatures(text)
@@ -172,8 +204,9 @@ def _check_unrun_catch(source: str) -> bool:
         print(f"{LABEL}: {err}")
         return False
     code = re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
-    if written and not re.search(r"\batomic\w*\s*\(", code):
-        print(f"{LABEL}: no atomic in catch_runners. {RACE}")
+    if written and not re.search(rf"\batomicAdd\s*\(\s*&?\s*{COUNTER}\b", code):
+        print(f"{LABEL}: read from its code: no atomicAdd on {COUNTER} in catch_runners. "
+              f"{RACE}")
         return False
     store, _ = _catch_store(np.random.default_rng(), CATCH_CASES[0])
     return compile_only(text, store, CATCH_HINT, name="catch_runners")

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import torch
 
+from wd_teach.exercises.verdict import verdict_of
+
 
 def reference_advantages(rewards, values, dones, last_values, gamma, lam) -> torch.Tensor:
     """GAE by the definition, element by element in float64: slow, plain, unmistakable."""
@@ -52,6 +54,7 @@ def cases():
     yield "lam = 0: one-step TD errors", rewards, values, ends, last, 0.9, 0.0
 
 
+@verdict_of("advantages()")
 def check_advantages(advantages) -> bool:
     if advantages is None or not callable(advantages):
         print("Not yet: write advantages(rewards, values, dones, last_values, gamma, lam) and "

@@ -15,6 +15,7 @@ import warnings
 
 import torch
 
+from wd_teach.exercises.verdict import verdict_of
 from wd_teach.train.lightning import pl
 
 #: (what the case tries, the returns logged step by step, the target).
@@ -54,6 +55,7 @@ def expected_steps(returns, target) -> int:
     return len(returns)
 
 
+@verdict_of("StopAtReturn")
 def check_stop_at_return(callback_class) -> bool:
     if callback_class is None or not isinstance(callback_class, type):
         print("Not yet: write class StopAtReturn(pl.Callback) and pass the class.")

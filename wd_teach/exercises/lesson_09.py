@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from wd_teach.exercises.verdict import verdict_of
+
 MIB = 2**20
 GIB = 2**30
 
@@ -39,6 +41,7 @@ def cases():
     yield "a budget that holds no env at all", [(8, 3 * GIB), (32, 4 * GIB)], 2 * GIB, 0.8
 
 
+@verdict_of("envs_that_fit()")
 def check_envs_that_fit(envs_that_fit) -> bool:
     if envs_that_fit is None or not callable(envs_that_fit):
         print("Not yet: write envs_that_fit(points, free_bytes, fraction) and pass the "
