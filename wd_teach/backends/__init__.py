@@ -73,6 +73,12 @@ def runs_kernels(backend: str | Backend | None) -> bool:
     return backend is None or find(backend).runs_kernels
 
 
+def reference() -> Backend:
+    """The backend that runs no kernels but an env's reference step on the CPU (NumPy):
+    the baseline that benchmarks and consistency checks measure the others against."""
+    return next(b for b in ALL if not b.runs_kernels)
+
+
 def best() -> Backend:
     """The first backend in ALL that runs kernels on this machine."""
     from wd_teach.device import discover
@@ -85,4 +91,4 @@ def best() -> Backend:
 
 
 __all__ = ["ALL", "NUMBA", "NUMPY", "PYCUDA", "Backend", "KernelBackend", "best", "find",
-           "get", "kernel_backends", "runs_kernels"]
+           "get", "kernel_backends", "reference", "runs_kernels"]

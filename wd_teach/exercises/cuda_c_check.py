@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from wd_teach import cuda_c
+from wd_teach import backends, cuda_c
 from wd_teach.device import choose_backend, discover, nvcc_path
 from wd_teach.errors import WdTeachError
 from wd_teach.exercises.verdict import Verdict
@@ -33,7 +33,9 @@ from wd_teach.show import cuda_function
 
 LABEL = "CUDA C kernel"
 #: How a verdict names each half, by backend.
-LABELS = {"numba": "Numba kernel", "pycuda": LABEL}
+#: Each half of an exercise by the backend that runs it (a backend is its name, so
+#: LABELS["numba"] works too).
+LABELS = {backends.NUMBA: "Numba kernel", backends.PYCUDA: LABEL}
 #: What a kernel that crashes has most often done wrong.
 CRASH_HINT = "threads past the last agent must do nothing: if agent >= num_agents, return."
 
@@ -74,7 +76,7 @@ def check_halves(backend: str | None, run: Callable[[str, str], bool | str],
                 tally.not_run[label] = outcome
             else:
                 (tally.right if outcome else tally.wrong).append(label)
-        elif half == "pycuda":
+        elif half.reads_cuda_c:
             if check_unrun_cuda_c():
                 tally.not_run[label] = why_pycuda_cannot_run()
             else:

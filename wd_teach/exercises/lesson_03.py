@@ -112,7 +112,7 @@ def check_draw_kernels(numba_kernel, cuda_c_source, backend: str | None = None) 
     def run(half: str, label: str) -> bool | str:
         if not _run(halves[half], half, label):
             return False
-        if half != "numba":
+        if half.reads_cuda_c:
             return True
         float64 = _float64_on_a_gpu(numba_kernel, label)
         return True if float64 is None else float64

@@ -320,19 +320,19 @@ def check_spacing_step(numba_kernel, cuda_c_source, backend: str | None = None) 
         return not_yet()
 
     def run(half: str, label: str) -> bool:
-        if half == "numba" and simulator_on():
+        if not half.reads_cuda_c and simulator_on():
             problems = _count_barriers(numba_kernel, label)
             if problems is None or (problems and NO_BARRIER not in problems):
                 return False  # printed: a crash, a hang, or a barrier some threads skip
         else:  # on a GPU: read, since a launch could hang
-            problems = (numba_barrier_problems(numba_kernel) if half == "numba"
+            problems = (numba_barrier_problems(numba_kernel) if not half.reads_cuda_c
                         else _cuda_c_problems(cuda_c_source))
             if UNREACHED in problems:
                 print(f"{label}: read from its code and not run, because {UNREACHED}")
                 return False
         if not _run_spacing(numba_kernel, cuda_c_source, half, label, problems):
             return False
-        return half != "pycuda" or _synccheck_cuda_c(cuda_c_source, label)
+        return not half.reads_cuda_c or _synccheck_cuda_c(cuda_c_source, label)
 
     def check_unrun_cuda_c() -> bool:
         problems = _cuda_c_problems(cuda_c_source)

@@ -158,11 +158,11 @@ def check_catch(numba_kernel, cuda_c_source, backend: str | None = None) -> Verd
 def _run_catch(kernel, backend: str, label: str) -> bool | str:
     if not _run_catch_cases(kernel, backend, label):
         return False
-    if backend == "numba":
+    if not backend.reads_cuda_c:
         counted = _counted_with_an_atomic(kernel, label)
         if counted is not True:
             return counted
-    where = "under the simulator" if simulator_on() and backend == "numba" else "on the GPU"
+    where = "under the simulator" if simulator_on() and not backend.reads_cuda_c else "on the GPU"
     print(f"{label}: ran on {backend} ({where}), a crowd over three blocks included: right.")
     return True
 

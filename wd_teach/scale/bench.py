@@ -45,7 +45,6 @@ import torch
 
 from wd_teach import backends as backend_list
 from wd_teach.backends import ALL as ENV_BACKENDS
-from wd_teach.backends import NUMPY
 from wd_teach.device import discover, gpu_available
 from wd_teach.errors import BenchError, EnvError
 from wd_teach.scale.autoscale import out_of_memory, release_gpu_memory
@@ -57,6 +56,8 @@ from wd_teach.train.config import TrainConfig, load_config, make_env
 WHATS = ("env", "sampler", "rollout", "train")
 #: The sampler's reference row: torch's own draw, on the same probabilities.
 MULTINOMIAL = "torch.multinomial"
+#: The CPU baseline's backend: the one that steps an env's NumPy reference, no kernels.
+BASELINE = backend_list.reference()
 #: The JSON's format, so that a reader can tell what it holds.
 FORMAT = "wd-teach-bench/1"
 #: Timed calls and warm-up calls of each measurement: on a GPU, and on the CPU (the NumPy
@@ -307,9 +308,9 @@ def _add_baseline(plan: Plan, what: str, envs, agents, calls: int) -> None:
     for num_envs in envs:
         for num_agents in agents:
             same = [j for j in plan.jobs if (j.what, j.backend, j.num_envs, j.num_agents)
-                    == (what, NUMPY, num_envs, num_agents)]
+                    == (what, BASELINE, num_envs, num_agents)]
             if not same:
-                plan.jobs.append(Job(what, NUMPY, num_envs, num_agents, calls,
+                plan.jobs.append(Job(what, BASELINE, num_envs, num_agents, calls,
                                      WARMUP["cpu"][what], baseline=True))
 
 
@@ -325,7 +326,7 @@ def _default_backends(what: str, gpu: bool) -> tuple[str, ...]:
     kernels = discover().backends
     if gpu:
         return kernels
-    return {"env": (*kernels, NUMPY), "sampler": kernels}.get(what, (NUMPY,))
+    return {"env": (*kernels, BASELINE), "sampler": kernels}.get(what, (BASELINE,))
 
 
 def _whats(what) -> tuple[str, ...]:
@@ -476,15 +477,20 @@ def results(plan: Plan, rows: Sequence[Row]) -> dict:
             "rows": [row.as_dict() for row in rows], "ratios": ratios(rows)}
 
 
+def is_baseline(row: Row) -> bool:
+    """Whether `row` is the CPU baseline: the reference backend (no kernels) on the CPU."""
+    return row.device == "cpu" and row.backend == BASELINE
+
+
 def ratios(rows: Sequence[Row]) -> list[dict]:
     """Each row's env steps per second over the CPU baseline's at the same measurement and
     size (the NumPy env, torch on the CPU): on a GPU, the GPU/CPU ratio."""
     base = {(r.what, r.num_envs, r.num_agents): r for r in rows
-            if r.ok and (r.backend, r.device) == (NUMPY, "cpu")}
+            if r.ok and is_baseline(r)}
     found = []
     for row in rows:
         cpu = base.get((row.what, row.num_envs, row.num_agents))
-        if cpu is None or not row.ok or (row.backend, row.device) == (NUMPY, "cpu"):
+        if cpu is None or not row.ok or is_baseline(row):
             continue
         found.append({"what": row.what, "backend": row.backend, "device": row.device,
                       "num_envs": row.num_envs, "num_agents": row.num_agents,

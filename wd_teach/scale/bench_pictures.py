@@ -28,6 +28,10 @@ REFERENCE = Path("data") / "bench_h100.json"
 COLORS = {**{backend.name: backend.color for backend in ALL}, "torch.multinomial": "tab:orange"}
 
 
+#: The packages whose versions a figure's caption names.
+SHOWN_VERSIONS = ("torch", "numba_cuda", "pycuda")
+
+
 def describe(results: dict) -> str:
     """One line: where and when the numbers were made, with what."""
     device, versions = results["device"], results["versions"]
@@ -36,7 +40,7 @@ def describe(results: dict) -> str:
     else:
         where = f"a CPU ({device['cpu']}, {device['cpu_cores']} cores), no GPU"
     made = ", ".join(f"{name} {version}" for name, version in versions.items()
-                     if version and name in ("torch", "numba_cuda", "pycuda"))
+                     if version and name in SHOWN_VERSIONS)
     return f"{where}; {made}; {results['created'][:10]}"
 
 

@@ -35,7 +35,7 @@ def lost_updates(backend: str, threads: Sequence[int], num_envs: int) -> dict[st
         store = DataStore(int(num_envs), int(count))
         store.push("hits", np.zeros(int(num_envs), np.int32), per="env")
         launcher = KernelLauncher(store, backend)
-        if launcher.backend == "pycuda":
+        if launcher.backend.reads_cuda_c:
             launcher.load(CUDA_C_PATH)
         else:
             from wd_teach.exercises.races import kernels_numba
