@@ -36,10 +36,12 @@ def test_a_barrier_in_a_branch_is_rejected_without_a_launch(numba_kernel, cuda_c
     assert "never reach the barrier" in out and "All right" not in out
 
 
-def test_compute_sanitizer_watches_the_cuda_c_barrier(capsys):
-    """Where compute-sanitizer is here, a right kernel passes its synccheck and one whose
-    barrier spare threads skip does not (the code reading would refuse that one first; this
-    is the tool's own finding)."""
+def test_compute_sanitizer_runs_the_cuda_c_under_synccheck(capsys):
+    """Where compute-sanitizer is here, the learner's CUDA C runs under synccheck: a right
+    kernel passes it. A barrier that spare threads skip altogether is not one that synccheck
+    flags (measured on an H200, sm_90: threads that never reach any barrier are not
+    "divergent" to it), so that answer stays refused by the code reading above, before any
+    launch; here the tool must at least run it to the end and report no crash."""
     if barriers.compute_sanitizer() is None:
         pytest.skip("compute-sanitizer is not on this machine")
     num_envs, num_agents = lesson_05.spacing_check_sizes()
@@ -48,4 +50,4 @@ def test_compute_sanitizer_watches_the_cuda_c_barrier(capsys):
     assert barriers.synccheck(lesson_05.SYNCCHECK_SCRIPT, *args, stdin=SPACING_CU) == []
     found = barriers.synccheck(lesson_05.SYNCCHECK_SCRIPT, *args,
                                stdin=SPACING_C_BARRIER_IN_BRANCH)
-    assert isinstance(found, list) and "Barrier error" in found[0], found
+    assert isinstance(found, list), found  # a list: the tool ran the kernel to its end
