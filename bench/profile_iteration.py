@@ -25,7 +25,8 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from wd_teach.train import fused, policy
+from wd_teach.fast import triton_kernels as fused
+from wd_teach.train import policy
 from wd_teach.train.trainer import Trainer
 
 PPO = ["algorithm.name=ppo", "algorithm.epochs=4", "algorithm.num_minibatches=4",
@@ -64,7 +65,7 @@ def main(argv: list[str] | None = None) -> None:
                              "(wd_teach.train.policy.FUSE_LINEAR_RELU and FUSE_HEADS)")
     parser.add_argument("--torch-relu-backward", action="store_true",
                         help="the ReLU's backward and its bias gradient as PyTorch's two "
-                             "kernels (wd_teach.train.fused.FUSE_RELU_BACKWARD)")
+                             "kernels (wd_teach.fast.triton_kernels.FUSE_RELU_BACKWARD)")
     parser.add_argument("--separate-heads", action="store_true",
                         help="a shared body's actor and critic output layers as two products "
                              "(wd_teach.train.policy.FUSE_HEADS)")

@@ -10,7 +10,7 @@ import torch
 from gymnasium import spaces
 
 from wd_teach.errors import ConfigError, MissingPieceError
-from wd_teach.train import fused
+from wd_teach.fast import triton_kernels as fused
 from wd_teach.train.algorithms import a2c, base, ppo
 from wd_teach.train.algorithms.base import LearnerOptions
 from wd_teach.train.policy import make_policy

@@ -1,4 +1,4 @@
-"""The ReLU's backward and its bias gradient in one pass (wd_teach.train.fused): the
+"""The ReLU's backward and its bias gradient in one pass (wd_teach.fast.triton_kernels): the
 kernel's logic in Triton's interpreter on the CPU (where Triton is installed: the dev
 extras), PyTorch's two kernels wherever the fused one does not apply.
 tests/gpu/test_training_gpu.py runs the kernel on a GPU."""
@@ -11,7 +11,7 @@ import textwrap
 import pytest
 import torch
 
-from wd_teach.train import fused
+from wd_teach.fast import triton_kernels as fused
 
 
 def test_off_the_gpu_the_two_pytorch_kernels_run():
@@ -46,7 +46,7 @@ def test_the_kernel_in_tritons_interpreter():
         import os
         os.environ["TRITON_INTERPRET"] = "1"
         import torch
-        from wd_teach.train import fused
+        from wd_teach.fast import triton_kernels as fused
         cases = [(1, 8, torch.float32), (200, 256, torch.float32), (130, 64, torch.bfloat16),
                  (64, 16, torch.float16)]
         for rows, cols, dtype in cases:
@@ -83,7 +83,7 @@ def test_the_masked_product_in_tritons_interpreter():
         import os
         os.environ["TRITON_INTERPRET"] = "1"
         import torch
-        from wd_teach.train import fused
+        from wd_teach.fast import triton_kernels as fused
         cases = [(130, 16, 256, torch.float16), (200, 256, 256, torch.float16),
                  (70, 13, 128, torch.float32), (65, 1, 16, torch.float16),
                  (1, 8, 64, torch.float32)]

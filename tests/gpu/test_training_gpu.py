@@ -170,7 +170,8 @@ def test_the_fused_linear_relu_computes_the_pair_on_the_gpu(precision, shared, m
     default: hidden layers with their ReLU, both output layers in one) and without them,
     the same outputs and weight gradients to the precision's rounding, and the fused run
     really made the two hidden layers' fused products."""
-    from wd_teach.train import fused, policy
+    from wd_teach.fast import triton_kernels as fused
+    from wd_teach.train import policy
     from wd_teach.train.policy import CategoricalActorCritic
 
     torch.manual_seed(0)
@@ -210,10 +211,10 @@ def test_the_fused_linear_relu_computes_the_pair_on_the_gpu(precision, shared, m
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_the_fused_relu_backward_runs_triton_on_the_gpu(dtype):
-    """The one-pass ReLU backward (wd_teach.train.fused) on a GPU: Triton's kernel is the
+    """The one-pass ReLU backward (wd_teach.fast.triton_kernels) on a GPU: Triton's kernel is the
     path taken, its gradient is PyTorch's bit for bit, its bias gradient the row sum, and
     two runs give the same bits (partial sums in a fixed order, no atomics)."""
-    from wd_teach.train import fused
+    from wd_teach.fast import triton_kernels as fused
 
     torch.manual_seed(0)
     rows = 100_003  # the last block of rows is not full
@@ -238,7 +239,7 @@ def test_the_masked_product_runs_triton_on_the_gpu(dtype, k, cols):
     right. Its values are cuBLAS's product to one rounding of the dtype (both sum in fp32
     and round once), its zeros exactly where h is not positive, its bias gradient the row
     sum, the same bits on a second run."""
-    from wd_teach.train import fused
+    from wd_teach.fast import triton_kernels as fused
 
     torch.manual_seed(k)
     rows = 100_003

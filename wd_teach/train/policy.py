@@ -44,7 +44,7 @@ from gymnasium import spaces
 from torch import nn
 
 from wd_teach.errors import ConfigError
-from wd_teach.train.fused import masked_product, relu_backward
+from wd_teach.fast.triton_kernels import masked_product, relu_backward
 
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 T = TypeVar("T")

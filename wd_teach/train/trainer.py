@@ -36,13 +36,13 @@ from wd_teach.device import gpu_available
 from wd_teach.env import Env
 from wd_teach.env.wrapper import EnvWrapper
 from wd_teach.errors import ConfigError, LaunchError, TrainError
+from wd_teach.fast.triton_kernels import require_triton
 from wd_teach.launch import launch_geometry
 from wd_teach.train.acting import make_acting, random_actions
 from wd_teach.train.algorithms import ALGORITHMS
 from wd_teach.train.algorithms.base import LearnerOptions
 from wd_teach.train.checkpoint import SUFFIX, read_checkpoint, write_checkpoint
 from wd_teach.train.config import TrainConfig, load_config, make_env, merge, resolve_agents
-from wd_teach.train.fused import require_triton
 from wd_teach.train.logger import open_log
 from wd_teach.train.metrics import EpisodeStats, per_episode
 from wd_teach.train.policy import agent_groups, make_policy
