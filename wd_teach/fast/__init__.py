@@ -3,5 +3,9 @@
 Nothing here is imported while the fast floor is off (WD_TEACH_FAST=0). Each piece names the
 plain function it replaces and what it gained (bench/NOTES.md).
 
+    policy.py           the policies' twins: the padded input layer, Linear-ReLU pairs as one
+                        fused product, stacked output layers, weights cast once a rollout
+    learners.py         A2C's and PPO's learners with their losses compiled (trainer.compile)
+                        and their observations padded once
     triton_kernels.py   the ReLU's backward and the gradient's masked product, in Triton
 """
