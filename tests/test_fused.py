@@ -152,3 +152,14 @@ def test_a_kernel_that_cannot_be_built_falls_back_and_says_so(monkeypatch):
         g, db = fused.relu_backward(grad, out)
     assert torch.equal(g, torch.ops.aten.threshold_backward(grad, out, 0))
     assert not fused.FUSE_RELU_BACKWARD  # once: the next call goes straight to PyTorch
+
+
+def test_the_old_module_warns_and_gives_the_same_kernels():
+    """wd_teach.train.fused, the kernels' old home, still imports: with a warning that says
+    where they are now, and the very same functions."""
+    sys.modules.pop("wd_teach.train.fused", None)
+    with pytest.warns(DeprecationWarning, match="wd_teach.fast.triton_kernels"):
+        from wd_teach.train import fused as old
+    assert old.masked_product is fused.masked_product
+    assert old.relu_backward is fused.relu_backward
+    assert old.require_triton is fused.require_triton
