@@ -57,7 +57,12 @@ FUSE_RELU_BACKWARD = True
 def relu_backward(grad: torch.Tensor, out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(g, db): the gradient before a ReLU whose output was `out`, and its sum over rows,
     for `grad` and `out` of one shape [rows, cols]. `db` is in `grad`'s dtype, as
-    `g.sum(0)` gives it."""
+    `g.sum(0)` gives it.
+
+    Replaces the plain floor's backward through nn.ReLU and its layer's bias gradient
+    (threshold_backward, then a second read for the sum). Gained (bench/NOTES.md, round
+    four, change 15; Tag, shared ReLU bodies, bf16): 66.5 -> 63.9 ms an iteration at 500
+    envs (+4%), 1,034.8 -> 985.5 ms at 10,000 (+5%)."""
     if _fusable(grad, out):
         try:
             return _triton_relu_backward(grad.contiguous(), out.contiguous())
@@ -72,7 +77,11 @@ def masked_product(a: torch.Tensor, w: torch.Tensor,
     """(g, db): g = a @ w where h > 0, else 0, and g summed over rows; a [rows, k] the
     gradient of a layer's output, w [k, cols] its weight, h [rows, cols] the ReLU output
     that was the layer's input. On a GPU in 16-bit with a small k (PRODUCT_BLOCKS), one
-    Triton kernel; else the product, then relu_backward."""
+    Triton kernel; else the product, then relu_backward.
+
+    Replaces the plain floor's `a @ w` then the ReLU's backward. Gained (bench/NOTES.md,
+    round seven): 0.70 ms against 1.27 for 1.6 M rows of 256 from an output layer's 16
+    gradients, in bf16 on an H100."""
     if _product_fusable(a, w, h):
         try:
             return _triton_masked_product(a.contiguous(), w.contiguous(), h.contiguous())
