@@ -1,4 +1,4 @@
-"""The ReLU mask inside the gradient's product (wd_teach.train.fused.masked_product):
+"""The ReLU mask inside the gradient's product (wd_teach.fast.triton_kernels.masked_product):
 PyTorch's way (cuBLAS's product, then the one-pass ReLU backward) beside Triton's one
 kernel under each way of splitting its work.
 
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import torch
 
-from wd_teach.train import fused
-from wd_teach.train.fused import ProductBlocks
+from wd_teach.fast import triton_kernels as fused
+from wd_teach.fast.triton_kernels import ProductBlocks
 
 
 def gpu_ms(fn, repeat: int) -> float:

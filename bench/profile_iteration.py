@@ -25,7 +25,8 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from wd_teach.train import fused, policy
+from wd_teach.fast import policy
+from wd_teach.fast import triton_kernels as fused
 from wd_teach.train.trainer import Trainer
 
 PPO = ["algorithm.name=ppo", "algorithm.epochs=4", "algorithm.num_minibatches=4",
@@ -61,13 +62,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--unfused", action="store_true",
                         help="run each Linear and its ReLU as two kernels, as before the "
                              "fused product, and a shared body's output layers apart "
-                             "(wd_teach.train.policy.FUSE_LINEAR_RELU and FUSE_HEADS)")
+                             "(wd_teach.fast.policy.FUSE_LINEAR_RELU and FUSE_HEADS)")
     parser.add_argument("--torch-relu-backward", action="store_true",
                         help="the ReLU's backward and its bias gradient as PyTorch's two "
-                             "kernels (wd_teach.train.fused.FUSE_RELU_BACKWARD)")
+                             "kernels (wd_teach.fast.triton_kernels.FUSE_RELU_BACKWARD)")
     parser.add_argument("--separate-heads", action="store_true",
                         help="a shared body's actor and critic output layers as two products "
-                             "(wd_teach.train.policy.FUSE_HEADS)")
+                             "(wd_teach.fast.policy.FUSE_HEADS)")
     args = parser.parse_args(argv)
     policy.FUSE_LINEAR_RELU = not args.unfused
     policy.FUSE_HEADS = not (args.unfused or args.separate_heads)

@@ -13,6 +13,10 @@ near a boundary flips, the two runs are different runs.
     python bench/replay_check.py --shared       # shared ReLU bodies: the fused products
     python bench/replay_check.py --envs 500     # Tag as configured, at a benchmark's size
     python bench/replay_check.py --algorithm ppo --set algorithm.shuffle=trajectories
+    python bench/replay_check.py --floor plain  # the plain floor (as WD_TEACH_FAST=0)
+
+Both runs take the floor --floor names (wd_teach.floors): "fast" (the default on a GPU:
+wd_teach/fast/'s fused products, stacked heads, fixed weights) or "plain".
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import json
 
 import torch
 
+from wd_teach.floors import set_fast
 from wd_teach.train.trainer import Trainer
 
 SMALL_TAG = ["env.num_envs=16", "env.params.num_taggers=3", "env.params.num_runners=20",
@@ -79,7 +84,10 @@ def main() -> None:
                              "envs, instead of the small Tag")
     parser.add_argument("--set", action="append", default=[],
                         help="one more config change, key=value (repeatable)")
+    parser.add_argument("--floor", choices=("fast", "plain"), default="fast",
+                        help="the floor both runs take (wd_teach.floors)")
     args = parser.parse_args()
+    set_fast(args.floor == "fast")
     exact = 0
     for r in range(args.repeats):
         rows = compare(args.backend, args.precision, args.iterations, seed=r,
@@ -88,7 +96,8 @@ def main() -> None:
         exact += all(row["actions_equal"] for row in rows)
         print(json.dumps({"backend": args.backend, "precision": args.precision, "seed": r,
                           "rows": rows}))
-    shape = ((" shared" if args.shared else "") + (f" {args.envs} envs" if args.envs else "")
+    shape = ((" plain" if args.floor == "plain" else "") + (" shared" if args.shared else "")
+             + (f" {args.envs} envs" if args.envs else "")
              + "".join(f" {change}" for change in args.set))
     print(f"SUMMARY {args.algorithm}{shape} {args.backend} {args.precision}: "
           f"{exact}/{args.repeats} "

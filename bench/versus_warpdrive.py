@@ -22,6 +22,10 @@ quoted between rows of one call.
 | ppo-*-traj | the same PPO, minibatches of whole trajectories (as JaxMARL's IPPO) |
 | *-shared | the same, each policy's actor and critic sharing one ReLU body |
 | *-compiled | the same, the loss compiled (trainer.compile: a few fused Triton kernels) |
+| plain-* | the same on the plain floor (as WD_TEACH_FAST=0: no wd_teach/fast/ piece) |
+
+The `plain-` settings (plain-a2c-bf16, plain-a2c-bf16-shared, ...) measure the floor the
+lessons show beside the fast floor's rows, in the same call.
 
 The `-shared` settings run WarpDrive's FullyConnected model's shape (one body, two output
 layers): half the hidden-layer work of our default, two networks per policy.
@@ -35,6 +39,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from wd_teach.floors import set_fast
 from wd_teach.scale.bench import machine, parse_counts, run_bench, versions, write_results
 from wd_teach.scale.versus import FORMAT, WARPDRIVE_MAX_ENVS, versus_table
 
@@ -57,6 +62,11 @@ SHARED = [f"policies.{name}.{key}" for name in ("taggers", "runners")
 SETTINGS.update({f"{name}-shared": [*sets, *SHARED] for name, sets in list(SETTINGS.items())})
 SETTINGS.update({f"{name}-compiled": [*sets, "trainer.compile=true"]
                  for name, sets in list(SETTINGS.items())})
+#: The plain floor (wd_teach.floors), which the settings named so run on: compiled losses
+#: are the fast floor's alone.
+PLAIN = "plain-"
+SETTINGS.update({f"{PLAIN}{name}": sets for name, sets in list(SETTINGS.items())
+                 if not name.endswith("-compiled")})
 
 
 def warpdrive(anchor: Path, num_envs: int) -> dict:
@@ -100,9 +110,11 @@ def main(argv: list[str] | None = None) -> None:
                 save()
     for setting in settings:
         for n in envs:
+            set_fast(False if setting.startswith(PLAIN) else "reset")
             ours = run_bench("train", envs=[n], backends=args.backends.split(","),
                              iterations=args.iterations if n < 10_000 else 3,
                              sets=[*GAME, *SETTINGS[setting]])
+            set_fast("reset")
             for row in ours["rows"]:
                 found["rows"].append({"setting": setting, **row})
                 rate = row["env_steps_per_second"]

@@ -1,11 +1,12 @@
-"""The policies' input layer pads to 16-byte rows on a GPU: the same function, the same
+"""The fast floor's input layer pads to 16-byte rows on a GPU: the same function, the same
 parameters (tests/gpu/test_training_gpu.py runs the padded path on a GPU)."""
 
 import pytest
 import torch
 from torch import nn
 
-from wd_teach.train.policy import AlignedInput, CategoricalActorCritic, mlp
+from wd_teach.fast.policy import AlignedInput, FastCategoricalActorCritic, Layers
+from wd_teach.train.policy import CategoricalActorCritic
 
 
 @pytest.mark.parametrize("width", [1, 7, 77, 80])
@@ -32,13 +33,15 @@ def test_padding_reaches_only_the_weight_it_pads_from():
 
 def test_only_the_first_layer_is_padded_and_parameters_keep_their_shapes():
     torch.manual_seed(0)
-    net = mlp([77, 32, 32], 3, out_gain=0.01)
+    net = FastCategoricalActorCritic(77, [3], [32, 32]).actor
     kinds = [type(m) for m in net if isinstance(m, nn.Linear)]
-    assert kinds == [AlignedInput, nn.Linear, nn.Linear]
+    assert kinds == [AlignedInput, nn.Linear, nn.Linear] and isinstance(net, Layers)
     assert net[0].weight.shape == (32, 77)
-    # the same start as a plain nn.Linear first layer: the padding changes no draw
+    # the same start as the plain floor's nn.Linear first layer: the padding changes no draw
     torch.manual_seed(0)
     again = CategoricalActorCritic(77, [3], [32, 32])
+    assert type(again.actor[0]) is nn.Linear
+    assert torch.equal(again.actor[0].weight, net[0].weight)
     torch.manual_seed(0)
     first = nn.Linear(77, 32)
     nn.init.orthogonal_(first.weight, 2 ** 0.5)
@@ -59,6 +62,6 @@ def test_an_input_padded_once_is_read_as_padded(width):
 
 
 def test_a_policy_on_the_cpu_takes_its_observations_as_they_are():
-    policy = CategoricalActorCritic(77, [3], [32, 32], shared=True, activation="relu")
+    policy = FastCategoricalActorCritic(77, [3], [32, 32], shared=True, activation="relu")
     obs = torch.randn(5, 77)
     assert policy.inputs(obs) is obs  # nothing to pad for on the CPU

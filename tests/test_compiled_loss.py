@@ -1,5 +1,6 @@
-"""trainer.compile: A2C's and PPO's losses, from the output layers to the number, as one
-function of tensors that torch.compile traces whole (no graph breaks). Here on the CPU
+"""trainer.compile, a fast floor's option (wd_teach/fast/learners.py): A2C's and PPO's losses,
+from the output layers to the number, as one function of tensors that torch.compile traces
+whole (no graph breaks). Here on the CPU
 with the aot_eager backend, which traces the very graphs Inductor compiles on a GPU and
 runs them forward and backward with PyTorch's kernels: the same losses and gradients as
 the plain loss. tests/gpu/test_speed_gpu.py runs Inductor's kernels on a GPU, replayed
@@ -10,8 +11,11 @@ import torch
 from gymnasium import spaces
 
 from wd_teach.errors import ConfigError, MissingPieceError
-from wd_teach.train import fused
-from wd_teach.train.algorithms import a2c, base, ppo
+from wd_teach.fast import learners
+from wd_teach.fast import policy as fast_policy
+from wd_teach.fast import triton_kernels as fused
+from wd_teach.floors import set_fast
+from wd_teach.train.algorithms import a2c, ppo
 from wd_teach.train.algorithms.base import LearnerOptions
 from wd_teach.train.policy import make_policy
 from wd_teach.train.rollout import Batch
@@ -41,16 +45,17 @@ def batch(space, seed=0, steps=STEPS) -> Batch:
 
 def learner(module, space, compile: bool, shared: bool, **config):
     torch.manual_seed(0)
-    policy = make_policy("stochastic", FEATURES, space, [8], shared=shared).double()
+    policy = make_policy("stochastic", FEATURES, space, [8], shared=shared,
+                         classes=fast_policy.CLASSES).double()
     options = LearnerOptions(lr=1e-2, generator=torch.Generator().manual_seed(1),
                              compile=compile)
-    return module.Learner(policy, module.Config(**config), options)
+    return learners.learner_class(module)(policy, module.Config(**config), options)
 
 
 @pytest.fixture
 def traced(monkeypatch):
     """Compile with aot_eager, from a clean slate (no graphs of other tests)."""
-    monkeypatch.setattr(base, "COMPILE_BACKEND", "aot_eager")
+    monkeypatch.setattr(learners, "COMPILE_BACKEND", "aot_eager")
     torch.compiler.reset()
     yield
     torch.compiler.reset()
@@ -104,10 +109,20 @@ def test_compile_is_for_losses_that_can_be_compiled():
         Trainer("pendulum", gpu=False, sets=["algorithm.name=ddpg", "trainer.compile=true"])
 
 
-def test_on_the_cpu_compile_is_off_as_cuda_graphs_are():
-    trainer = Trainer("cartpole", gpu=False, sets=["trainer.compile=true", "env.num_envs=4",
-                                                   "trainer.steps=8"])
+@pytest.mark.parametrize("fast", [True, False])
+def test_on_the_cpu_compile_is_off_as_cuda_graphs_are(fast):
+    """On the CPU compile does nothing on either floor. On the plain floor it does nothing
+    on a GPU either (a documented no-op: trainer.compile is a fast floor's option, and the
+    plain learners have no compiled loss), so a config that asks for it still trains."""
+    set_fast(fast)
+    try:
+        trainer = Trainer("cartpole", gpu=False, sets=["trainer.compile=true",
+                                                       "env.num_envs=4", "trainer.steps=8"])
+    finally:
+        set_fast("reset")
+    assert trainer.fast is fast
     assert not any(lr.options.compile for lr in trainer.learners.values())
+    assert isinstance(trainer.learners["cart"], learners.PPOLearner) is fast
     trainer.iterate()
 
 

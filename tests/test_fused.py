@@ -1,4 +1,4 @@
-"""The ReLU's backward and its bias gradient in one pass (wd_teach.train.fused): the
+"""The ReLU's backward and its bias gradient in one pass (wd_teach.fast.triton_kernels): the
 kernel's logic in Triton's interpreter on the CPU (where Triton is installed: the dev
 extras), PyTorch's two kernels wherever the fused one does not apply.
 tests/gpu/test_training_gpu.py runs the kernel on a GPU."""
@@ -11,7 +11,7 @@ import textwrap
 import pytest
 import torch
 
-from wd_teach.train import fused
+from wd_teach.fast import triton_kernels as fused
 
 
 def test_off_the_gpu_the_two_pytorch_kernels_run():
@@ -46,7 +46,7 @@ def test_the_kernel_in_tritons_interpreter():
         import os
         os.environ["TRITON_INTERPRET"] = "1"
         import torch
-        from wd_teach.train import fused
+        from wd_teach.fast import triton_kernels as fused
         cases = [(1, 8, torch.float32), (200, 256, torch.float32), (130, 64, torch.bfloat16),
                  (64, 16, torch.float16)]
         for rows, cols, dtype in cases:
@@ -83,7 +83,7 @@ def test_the_masked_product_in_tritons_interpreter():
         import os
         os.environ["TRITON_INTERPRET"] = "1"
         import torch
-        from wd_teach.train import fused
+        from wd_teach.fast import triton_kernels as fused
         cases = [(130, 16, 256, torch.float16), (200, 256, 256, torch.float16),
                  (70, 13, 128, torch.float32), (65, 1, 16, torch.float16),
                  (1, 8, 64, torch.float32)]
@@ -152,3 +152,14 @@ def test_a_kernel_that_cannot_be_built_falls_back_and_says_so(monkeypatch):
         g, db = fused.relu_backward(grad, out)
     assert torch.equal(g, torch.ops.aten.threshold_backward(grad, out, 0))
     assert not fused.FUSE_RELU_BACKWARD  # once: the next call goes straight to PyTorch
+
+
+def test_the_old_module_warns_and_gives_the_same_kernels():
+    """wd_teach.train.fused, the kernels' old home, still imports: with a warning that says
+    where they are now, and the very same functions."""
+    sys.modules.pop("wd_teach.train.fused", None)
+    with pytest.warns(DeprecationWarning, match="wd_teach.fast.triton_kernels"):
+        from wd_teach.train import fused as old
+    assert old.masked_product is fused.masked_product
+    assert old.relu_backward is fused.relu_backward
+    assert old.require_triton is fused.require_triton

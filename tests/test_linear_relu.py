@@ -1,5 +1,5 @@
-"""Linear-ReLU pairs, and the output layer after them, as one autograd node (ReLUStack, used
-by Layers on a GPU): the same function and the same gradients as the plain layers,
+"""Linear-ReLU pairs, and the output layer after them, as one autograd node (the fast floor's
+ReLUStack, used by Layers on a GPU): the same function and the same gradients as the plain layers,
 checked here on the CPU, where the same fused op exists (tests/gpu/test_training_gpu.py
 runs it on a GPU, in fp32 and bf16, where bf16 takes the Triton masked product)."""
 
@@ -7,8 +7,16 @@ import pytest
 import torch
 from torch import nn
 
-from wd_teach.train import policy
-from wd_teach.train.policy import CategoricalActorCritic, Layers, ReLUStack, mlp, relu_stack
+from wd_teach.fast import policy
+from wd_teach.fast.policy import (
+    CLASSES,
+    AlignedInput,
+    FastCategoricalActorCritic,
+    Layers,
+    ReLUStack,
+    relu_stack,
+)
+from wd_teach.train.policy import mlp
 
 
 def params(*shapes):
@@ -46,7 +54,7 @@ def test_the_stack_is_the_layers():
 
 def test_leading_dims_and_the_padded_input_layer():
     torch.manual_seed(2)
-    net = mlp([77, 16], 3, out_gain=1.0, activation=nn.ReLU)  # AlignedInput, ReLU, Linear
+    net = mlp([77, 16], 3, 1.0, nn.ReLU, first=AlignedInput)  # AlignedInput, ReLU, Linear
     x = torch.randn(4, 5, 77)
     out = relu_stack([net[0]], x)  # pads 77 -> 80 features, as on a GPU
     assert out.shape == (4, 5, 16)
@@ -68,8 +76,8 @@ def test_a_fused_policy_computes_the_unfused_one(monkeypatch, shared, activation
     """The fused path as a GPU takes it, run on the CPU: outputs and weight gradients equal
     the plain path's; every ReLU pair ran as one fused product, no tanh layer did."""
     torch.manual_seed(4)
-    net = CategoricalActorCritic(77, [5, 3], [32, 32], shared=shared,
-                                 activation=activation).double()
+    net = FastCategoricalActorCritic(77, [5, 3], [32, 32], shared=shared,
+                                     activation=activation).double()
     x = torch.randn(64, 77, dtype=torch.float64)
     plain_out = net.actor_and_value(x)
     plain_grads = torch.autograd.grad(sum(o.square().sum() for o in plain_out),
@@ -97,7 +105,8 @@ def test_both_heads_in_one_product_are_the_two_output_layers(continuous):
 
     torch.manual_seed(5)
     space = spaces.Box(-1, 1, (2,)) if continuous else spaces.MultiDiscrete([5, 3])
-    net = make_policy("stochastic", 10, space, [16], shared=True, activation="relu").double()
+    net = make_policy("stochastic", 10, space, [16], shared=True, activation="relu",
+                      classes=CLASSES).double()
     features = torch.randn(3, 7, 16, dtype=torch.float64)
     both = net.split(net.stacked_heads(features))
     apart = net.actor(features), net.critic(features).squeeze(-1)
@@ -119,7 +128,7 @@ def test_fixed_weights_makes_each_weights_form_once(monkeypatch):
     monkeypatch.setattr(policy, "fuses", lambda x: True)
     monkeypatch.setattr(policy, "stacks_heads", lambda x: True)
     torch.manual_seed(6)
-    net = CategoricalActorCritic(77, [3, 3], [16, 16], shared=True, activation="relu")
+    net = FastCategoricalActorCritic(77, [3, 3], [16, 16], shared=True, activation="relu")
     x = torch.randn(5, 77)
     made = []
     for name in ("_stacked", "padded_weight"):

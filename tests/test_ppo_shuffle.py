@@ -41,13 +41,13 @@ def learner(shuffle: str, **config) -> ppo.Learner:
 def minibatches(learn: ppo.Learner) -> list[torch.Tensor]:
     """The observations of every minibatch one update evaluates, in order."""
     seen = []
-    outputs = learn.policy.outputs
+    evaluate = learn.policy.evaluate
 
-    def spy(obs):
+    def spy(obs, actions):
         seen.append(obs.detach().clone())
-        return outputs(obs)
+        return evaluate(obs, actions)
 
-    learn.policy.outputs = spy
+    learn.policy.evaluate = spy
     learn.update(batch())
     return seen
 

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from wd_teach.device import BACKENDS
+from wd_teach.floors import set_fast
 from wd_teach.launch import kernel_stream
 from wd_teach.train.trainer import Trainer
 
@@ -28,6 +29,15 @@ ALGORITHMS = {"a2c": [], "ppo": PPO, "ppo-trajectories": [*PPO, "algorithm.shuff
               "ppo-compiled": [*PPO, "algorithm.shuffle=trajectories", "trainer.compile=true"]}
 
 
+@pytest.fixture(params=["fast", "plain"])
+def floor(request):
+    """Both floors (wd_teach.floors): the fast one (the default on a GPU) and the plain one
+    that the lessons show; CUDA graphs and precision are the plain floor's own."""
+    set_fast(request.param == "fast")
+    yield request.param
+    set_fast("reset")
+
+
 def replayed_and_step_by_step(backend, precision, seed=0, algorithm="a2c"):
     sets = [f"trainer.precision={precision}", f"trainer.seed={seed}", *ALGORITHMS[algorithm]]
     graphed, eager = tag(backend, *sets), tag(backend, *sets, "trainer.cuda_graphs=false")
@@ -47,14 +57,17 @@ def weights(trainer):
     ("a2c", "bf16", 0), ("ppo", "fp32", 0), ("ppo", "fp32", 1), ("ppo", "bf16", 0),
     ("ppo-trajectories", "fp32", 0), ("ppo-trajectories", "bf16", 0),
     ("a2c-compiled", "bf16", 0), ("ppo-compiled", "fp32", 0), ("ppo-compiled", "bf16", 0)])
-def test_a_replayed_run_is_the_step_by_step_run_bit_for_bit(backend, algorithm, precision,
+def test_a_replayed_run_is_the_step_by_step_run_bit_for_bit(floor, backend, algorithm, precision,
                                                             seed):
     """A replayed rollout and update launch the very kernels the step-by-step loop launches,
     on the same memory, with the same optimiser arithmetic (capturable Adam in both), so
     every action, reward and weight is the same bit for bit, in every precision: tf32 and
     bf16 round, but they round alike in both runs. PPO's minibatch orders are drawn before
-    each update in both. bench/replay_check.py repeats it."""
+    each update in both. On either floor. bench/replay_check.py repeats it."""
+    if floor == "plain" and algorithm.endswith("-compiled"):
+        pytest.skip("trainer.compile is the fast floor's option (a no-op on the plain one)")
     graphed, eager = replayed_and_step_by_step(backend, precision, seed, algorithm)
+    assert graphed.fast is eager.fast is (floor == "fast")
     for _ in range(5):  # run, record, replay, replay, replay
         graphed.iterate()
         eager.iterate()

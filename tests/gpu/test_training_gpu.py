@@ -118,7 +118,7 @@ def test_the_padded_input_layer_computes_the_plain_layer_on_the_gpu(precision):
     gradients as the plain layer, to the precision's rounding."""
     from torch import nn
 
-    from wd_teach.train.policy import AlignedInput
+    from wd_teach.fast.policy import AlignedInput
 
     torch.manual_seed(0)
     layer = AlignedInput(77, 256).cuda()
@@ -141,11 +141,11 @@ def test_observations_padded_once_give_the_same_bits_on_the_gpu(precision, share
     """PPO pads and casts its observations once (ActorCritic.inputs) and gathers
     minibatches of them: on the GPU the policy's answers and gradients are bit for bit
     those from the raw observations."""
-    from wd_teach.train.policy import CategoricalActorCritic
+    from wd_teach.fast.policy import FastCategoricalActorCritic
 
     torch.manual_seed(0)
-    policy = CategoricalActorCritic(77, [6, 6], [256, 256], shared=shared,
-                                    activation="relu").cuda()
+    policy = FastCategoricalActorCritic(77, [6, 6], [256, 256], shared=shared,
+                                        activation="relu").cuda()
     obs = torch.randn(4096, 77, device="cuda")
     actions = torch.randint(0, 6, (4096, 2), device="cuda")
     results = []
@@ -170,12 +170,13 @@ def test_the_fused_linear_relu_computes_the_pair_on_the_gpu(precision, shared, m
     default: hidden layers with their ReLU, both output layers in one) and without them,
     the same outputs and weight gradients to the precision's rounding, and the fused run
     really made the two hidden layers' fused products."""
-    from wd_teach.train import fused, policy
-    from wd_teach.train.policy import CategoricalActorCritic
+    from wd_teach.fast import policy
+    from wd_teach.fast import triton_kernels as fused
+    from wd_teach.fast.policy import FastCategoricalActorCritic
 
     torch.manual_seed(0)
-    net = CategoricalActorCritic(77, [3, 4], [256, 256], shared=shared,
-                                 activation="relu").cuda()
+    net = FastCategoricalActorCritic(77, [3, 4], [256, 256], shared=shared,
+                                     activation="relu").cuda()
     x = torch.randn(4096, 77, device="cuda")
     tol = {"fp32": 1e-5, "bf16": 2e-2}[precision]
     products = []
@@ -210,10 +211,10 @@ def test_the_fused_linear_relu_computes_the_pair_on_the_gpu(precision, shared, m
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_the_fused_relu_backward_runs_triton_on_the_gpu(dtype):
-    """The one-pass ReLU backward (wd_teach.train.fused) on a GPU: Triton's kernel is the
+    """The one-pass ReLU backward (wd_teach.fast.triton_kernels) on a GPU: Triton's kernel is the
     path taken, its gradient is PyTorch's bit for bit, its bias gradient the row sum, and
     two runs give the same bits (partial sums in a fixed order, no atomics)."""
-    from wd_teach.train import fused
+    from wd_teach.fast import triton_kernels as fused
 
     torch.manual_seed(0)
     rows = 100_003  # the last block of rows is not full
@@ -238,7 +239,7 @@ def test_the_masked_product_runs_triton_on_the_gpu(dtype, k, cols):
     right. Its values are cuBLAS's product to one rounding of the dtype (both sum in fp32
     and round once), its zeros exactly where h is not positive, its bias gradient the row
     sum, the same bits on a second run."""
-    from wd_teach.train import fused
+    from wd_teach.fast import triton_kernels as fused
 
     torch.manual_seed(k)
     rows = 100_003
@@ -271,14 +272,15 @@ def test_a_compiled_loss_is_the_plain_loss_on_the_gpu(precision, shared):
     layers (the stacked heads' one tensor, or the actor's and the critic's) to fp32's
     rounding: the loss runs in fp32 either way, only the order of its sums differs (in
     bf16 the gradient is rounded to bf16 after, so one bf16 rounding apart at most)."""
+    from wd_teach.fast.learners import PPOLearner
+    from wd_teach.fast.policy import FastCategoricalActorCritic
     from wd_teach.train.algorithms import ppo
     from wd_teach.train.algorithms.base import LearnerOptions
-    from wd_teach.train.policy import CategoricalActorCritic
 
     torch.compiler.reset()
     torch.manual_seed(0)
-    policy = CategoricalActorCritic(77, [6, 6], [256, 256], shared=shared,
-                                    activation="relu").cuda()
+    policy = FastCategoricalActorCritic(77, [6, 6], [256, 256], shared=shared,
+                                        activation="relu").cuda()
     rows = 20_000
     obs = torch.randn(rows, 77, device="cuda")
     tensors = (torch.randint(0, 6, (rows, 2), device="cuda"),
@@ -287,11 +289,11 @@ def test_a_compiled_loss_is_the_plain_loss_on_the_gpu(precision, shared):
     results = []
     for compile in (False, True):
         options = LearnerOptions(lr=1e-3, generator=torch.Generator("cuda"), compile=compile)
-        learner = ppo.Learner(policy, ppo.Config(), options)
+        learner = PPOLearner(policy, ppo.Config(), options)
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=precision == "bf16"):
             outputs = policy.outputs(obs)
             leaves = [outputs] if isinstance(outputs, torch.Tensor) else list(outputs)
-            losses = learner.minibatch_loss(outputs, *tensors)
+            losses = learner.compiled_loss(outputs, *tensors)
         results.append([*losses, *torch.autograd.grad(losses[0], leaves)])
     from torch._dynamo.utils import counters
     assert counters["stats"]["unique_graphs"] >= 1  # the compiled one really compiled

@@ -1,5 +1,13 @@
-"""The fast floor (wd_teach.floors): what exists for speed alone, off with WD_TEACH_FAST=0.
+"""The fast floor: what exists for speed alone, behind one switch (wd_teach.floors).
 
-direct_launch.py  Numba kernels launched by cuLaunchKernel through ctypes, arguments packed
-                  once (replaces Numba's own `kernel[grid, block, stream](*args)`)
+Nothing here is imported while the fast floor is off (WD_TEACH_FAST=0). Each piece names the
+plain function it replaces and what it gained (bench/NOTES.md).
+
+    policy.py           the policies' twins: the padded input layer, Linear-ReLU pairs as one
+                        fused product, stacked output layers, weights cast once a rollout
+    learners.py         A2C's and PPO's learners with their losses compiled (trainer.compile)
+                        and their observations padded once
+    triton_kernels.py   the ReLU's backward and the gradient's masked product, in Triton
+    direct_launch.py    Numba kernels launched by cuLaunchKernel through ctypes, arguments
+                        packed once (replaces Numba's own `kernel[grid, block, stream](*args)`)
 """

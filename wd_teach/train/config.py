@@ -99,7 +99,7 @@ class TrainerSection:
     cuda_graphs: bool = True  # on a GPU, replay each rollout (and A2C's update) as a graph
     precision: str = "fp32"  # the policy's matmuls: fp32, tf32 or bf16 (GPU only)
     chunk_samples: int = 1_048_576  # the update's forward/backward in parts of this size
-    compile: bool = False  # on a GPU, compile the loss into a few fused kernels (Triton)
+    compile: bool = False  # on a GPU, fast floor only (else nothing): the loss compiled
     logger: str = "csv"  # csv: files at the end; tensorboard: event files as it trains too
 
 

@@ -20,12 +20,12 @@ time breakdown) runs step by step, as written below.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import torch
 
 from wd_teach.train.metrics import EpisodeStats, PhaseTimer
-from wd_teach.train.policy import fixed_weights
 from wd_teach.train.speed import maybe_graphed, precision_context
 
 
@@ -90,11 +90,15 @@ class RolloutBuffer:
 
 class Rollout:
     """Collects `steps` steps of every env into a RolloutBuffer, with an Acting (policy
-    and sampling) and an EnvWrapper made with auto_reset=False."""
+    and sampling) and an EnvWrapper made with auto_reset=False. `fixed_weights`: a context
+    the steps run in, in which no weight changes (the fast floor's makes each weight's
+    cast form once for all the steps: wd_teach.fast.policy.fixed_weights)."""
 
     def __init__(self, wrapper, acting, steps: int, next_obs: bool = False, *,
-                 graph: bool = False, precision: str = "fp32", log_probs: bool = True):
+                 graph: bool = False, precision: str = "fp32", log_probs: bool = True,
+                 fixed_weights=nullcontext):
         self.wrapper, self.acting = wrapper, acting
+        self.fixed_weights = fixed_weights
         self.metrics = wrapper.env.episode_metrics()  # what the env reports per episode
         self.log_probs = log_probs  # False: the learner works them out itself (A2C)
         self.precision = precision
@@ -129,9 +133,7 @@ class Rollout:
 
     @torch.no_grad()
     def _collect(self) -> RolloutBuffer:
-        # The weights stay as they are for the whole rollout: their cast, padded and
-        # stacked forms are made once for all its steps (policy.fixed_weights).
-        with precision_context(self.precision, self.wrapper.device), fixed_weights():
+        with precision_context(self.precision, self.wrapper.device), self.fixed_weights():
             return self._steps()
 
     def _steps(self) -> RolloutBuffer:

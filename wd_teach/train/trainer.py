@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,16 +37,16 @@ from wd_teach.device import gpu_available
 from wd_teach.env import Env
 from wd_teach.env.wrapper import EnvWrapper
 from wd_teach.errors import ConfigError, LaunchError, TrainError
+from wd_teach.floors import fast_floor
 from wd_teach.launch import launch_geometry
 from wd_teach.train.acting import make_acting, random_actions
 from wd_teach.train.algorithms import ALGORITHMS
 from wd_teach.train.algorithms.base import LearnerOptions
 from wd_teach.train.checkpoint import SUFFIX, read_checkpoint, write_checkpoint
 from wd_teach.train.config import TrainConfig, load_config, make_env, merge, resolve_agents
-from wd_teach.train.fused import require_triton
 from wd_teach.train.logger import open_log
 from wd_teach.train.metrics import EpisodeStats, per_episode
-from wd_teach.train.policy import agent_groups, make_policy
+from wd_teach.train.policy import CLASSES, agent_groups, make_policy
 from wd_teach.train.rollout import Rollout
 from wd_teach.train.speed import maybe_graphed, precision_context
 
@@ -113,29 +114,35 @@ class Trainer:
         # its step count on the device and rounds its bias correction there, so a replayed
         # update and a step-by-step one agree bit for bit only if both use it.
         capturable = self.device.type == "cuda" and can.graph_update
-        compiled = c.trainer.compile and self.device.type == "cuda"
+        self.fast = fast_floor(self.device)  # the floor this run takes (wd_teach.floors)
+        classes, learner, fixed_weights = self._floor()
+        # trainer.compile is a fast floor's option, on a GPU: elsewhere it does nothing.
+        compiled = c.trainer.compile and self.fast and self.device.type == "cuda"
         if compiled:
+            from wd_teach.fast.triton_kernels import require_triton
+
             require_triton("trainer.compile")
         self.policies = {}
         self.learners = {}
         for group in self.groups:
             spec = c.policies[group.name]
             policy = make_policy(can.policy, self.env.obs_size, self.env.action_space,
-                                 spec.hidden, shared=spec.shared,
-                                 activation=spec.activation).to(self.device)
+                                 spec.hidden, shared=spec.shared, activation=spec.activation,
+                                 classes=classes).to(self.device)
             self.policies[group.name] = policy
             options = LearnerOptions(lr=spec.lr or c.trainer.lr, generator=self.generator,
                                      capturable=capturable,
                                      chunk_samples=c.trainer.chunk_samples,
                                      compile=compiled)
-            self.learners[group.name] = self.algorithm.Learner(policy, c.algorithm, options)
+            self.learners[group.name] = learner(policy, c.algorithm, options)
         noise = ((c.algorithm.noise_theta, c.algorithm.noise_sigma)
                  if can.exploration_noise else None)
         self.acting = make_acting(self.wrapper, self.groups, list(self.policies.values()),
                                   self.seed, self.generator, noise)
         self.rollout = Rollout(self.wrapper, self.acting, c.trainer.steps,
                                next_obs=can.next_obs, graph=graphs,
-                               precision=c.trainer.precision, log_probs=can.log_probs)
+                               precision=c.trainer.precision, log_probs=can.log_probs,
+                               fixed_weights=fixed_weights)
         self._graph_update = graph_update
         self._graphed_update = maybe_graphed(graph_update, self._update, self.backend,
                                              watch=self._training_memory)
@@ -143,6 +150,17 @@ class Trainer:
         self.env_steps = 0
         self.history: list[dict] = []
         self.wrapper.reset()
+
+    def _floor(self):
+        """(policy classes, Learner class, the rollout's fixed-weights context) of this run's
+        floor, `self.fast`. The fast floor's are twins of the plain ones (wd_teach/fast/):
+        the same functions and parameters, fewer kernels on a GPU. On the plain floor
+        nothing of wd_teach.fast is imported."""
+        if not self.fast:
+            return CLASSES, self.algorithm.Learner, nullcontext
+        from wd_teach.fast import learners, policy
+
+        return policy.CLASSES, learners.learner_class(self.algorithm), policy.fixed_weights
 
     # -- training ---------------------------------------------------------------------------
 

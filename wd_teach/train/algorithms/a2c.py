@@ -72,15 +72,6 @@ class Learner(LearnerBase):
     def __init__(self, policy: torch.nn.Module, config: Config, options: LearnerOptions):
         super().__init__(policy, config, options)
         self.optimizer = self.adam(policy.parameters(), options.lr, eps=1e-5)
-        self.part_loss = self.compiled(self._part_loss)
-
-    def _part_loss(self, outputs, actions, advantages, returns, samples: torch.Tensor):
-        """The loss of one part from the policy's outputs (ActorCritic.outputs); a
-        function of tensors alone, so it can be compiled whole. `samples`, the batch's
-        size, comes as a tensor too: as a number it would be fixed into the compiled
-        graph, and each policy group, of its own size, would need a graph of its own."""
-        log_prob, entropy, value = self.policy.evaluate_outputs(outputs, actions)
-        return loss(log_prob, entropy, value, advantages, returns, self.config, samples)
 
     def update(self, batch) -> dict[str, torch.Tensor]:
         c = self.config
@@ -92,12 +83,16 @@ class Learner(LearnerBase):
 
         self.optimizer.zero_grad(set_to_none=True)
         sums = torch.zeros(4, device=advantages.device)
-        size = advantages.new_full((), samples)  # a fill on the device: a graph records it
         for part in chunks(steps, samples // steps, self.options.chunk_samples):
-            outputs = self.policy.outputs(flat(self.inputs(batch.obs[part])))
-            losses = self.part_loss(outputs, flat(batch.actions[part]), flat(advantages[part]),
-                                    flat(returns[part]), size)
+            losses = self.part_loss(batch.obs[part], flat(batch.actions[part]),
+                                    flat(advantages[part]), flat(returns[part]), samples)
             (self.backward or torch.Tensor.backward)(losses[0])
             sums += torch.stack(losses).detach()
         finish_step(self.optimizer, self.policy.parameters(), c.max_grad_norm, self.reduce)
         return dict(zip(("loss", "policy_loss", "value_loss", "entropy"), sums, strict=True))
+
+    def part_loss(self, obs, actions, advantages, returns, samples: int):
+        """The loss of one part of the batch: `obs` [steps, envs, agents, features] as the
+        rollout buffer holds them, the rest one row per sample."""
+        log_prob, entropy, value = self.policy.evaluate(flat(obs), actions)
+        return loss(log_prob, entropy, value, advantages, returns, self.config, samples)

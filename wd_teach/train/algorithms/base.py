@@ -21,11 +21,6 @@ from dataclasses import dataclass
 
 import torch
 
-#: torch.compile's backend for compiled losses: Inductor (Triton kernels on a GPU). The
-#: tests set "aot_eager" on the CPU, which traces the same graphs and runs them with
-#: PyTorch's own kernels.
-COMPILE_BACKEND = "inductor"
-
 
 @dataclass(frozen=True)
 class Capabilities:
@@ -48,7 +43,8 @@ class Capabilities:
     #: trainer.chunk_samples samples (only one part's activations in memory at a time).
     chunked_update: bool = False
     #: Whether its loss, from the output layers to the number, is one function of tensors
-    #: that torch.compile can make into a few fused kernels (trainer.compile).
+    #: that torch.compile can make into a few fused kernels (trainer.compile, on the fast
+    #: floor: wd_teach/fast/learners.py).
     compiled_loss: bool = False
 
 
@@ -60,7 +56,7 @@ class LearnerOptions:
     generator: torch.Generator
     capturable: bool = False  # optimisers that a CUDA graph can record (graph_update)
     chunk_samples: int = 1 << 20  # samples per forward/backward part (chunked_update)
-    compile: bool = False  # compile the loss with torch.compile (compiled_loss, on a GPU)
+    compile: bool = False  # the fast floor's learners compile their loss (compiled_loss)
 
 
 class LearnerBase(abc.ABC):
@@ -86,28 +82,6 @@ class LearnerBase(abc.ABC):
     @abc.abstractmethod
     def update(self, batch) -> dict[str, torch.Tensor]:
         """Gradient steps from one rollout's batch; the losses, as device tensors."""
-
-    def compiled(self, loss):
-        """`loss` compiled with torch.compile where the options ask for it, else `loss`
-        itself. A loss of one minibatch is some fifty small kernels forward and backward
-        (each head's softmax, the gathers, the ratio, the clip, the means), each a pass
-        over memory; compiled, Triton fuses them into a few. It compiles on its first call
-        (seconds) for each batch size it meets, every size fixed into its graph: the
-        kernels are made for the rows they will see. (A graph for any size is made for the
-        size it first saw: Tag's PPO at 500 envs then ran 4% slower when that was 100 envs'
-        taggers.) One graph per size serves every policy group and every trainer of the
-        process, so a recorded update and the step-by-step one run the very same kernels.
-        A recorded update replays the compiled kernels like any others."""
-        if not self.options.compile:
-            return loss
-        return torch.compile(loss, fullgraph=True, dynamic=False, backend=COMPILE_BACKEND)
-
-    def inputs(self, obs: torch.Tensor) -> torch.Tensor:
-        """`obs` in the policy's own input form where it has one (ActorCritic.inputs: on a
-        GPU, padded and cast in one pass, straight from a group's strided view of the
-        rollout buffer), for the update to read: once, or on every epoch (PPO)."""
-        make = getattr(self.policy, "inputs", None)
-        return obs if make is None else make(obs)
 
     def prepare(self, batch) -> None:  # noqa: B027 (a hook, empty by default)
         """Host-side work before an update, outside any CUDA graph: the trainer calls it

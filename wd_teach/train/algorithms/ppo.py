@@ -116,18 +116,6 @@ class Learner(LearnerBase):
         self.optimizer = self.adam(policy.parameters(), options.lr, eps=1e-5)
         self.orders: torch.Tensor | None = None  # [epochs, samples]: each epoch's shuffle
         self._prepared = False
-        self.minibatch_loss = self.compiled(self._minibatch_loss)
-
-    def _minibatch_loss(self, outputs, actions, old_log_probs, old_values, advantages,
-                        returns):
-        """The loss of one minibatch from the policy's outputs (ActorCritic.outputs): the
-        distribution's log-probabilities and entropy, the advantages normalised, the
-        clipped objective. A function of tensors alone, so it can be compiled whole."""
-        log_prob, entropy, value = self.policy.evaluate_outputs(outputs, actions)
-        if self.config.normalize_advantages:
-            advantages = normalize(advantages)
-        return loss(log_prob, entropy, value, old_log_probs, old_values, advantages, returns,
-                    self.config)
 
     def prepare(self, batch) -> None:
         """Draw every epoch's minibatch order for the next update, in place, so that a
@@ -150,35 +138,42 @@ class Learner(LearnerBase):
         self._prepared = False
         advantages, returns = gae(batch.rewards, batch.values, batch.dones, batch.last_values,
                                   c.gamma, c.gae_lambda)
-        # The rows a minibatch draws from: samples, or (by trajectory) each agent's steps of
-        # the rollout side by side, one copy of each tensor in that order. The observations
-        # are made once as the policy's first product reads them (padded, in the compute
-        # dtype), already in that order: no minibatch of any epoch pads or casts them again.
+        tensors = self.sample_rows(batch, advantages, returns)
         by_trajectory = c.shuffle == "trajectories"
-        if by_trajectory:  # [steps, envs, agents, ...] -> [envs x agents, steps, ...]
-            def rows(x):
-                return x.movedim(0, 2).flatten(0, 1)
-            obs = self.inputs(batch.obs.movedim(0, 2)).flatten(0, 1)
-        else:  # [steps, envs, agents, ...] -> [samples, ...]
-            rows = flat
-            obs = flat(self.inputs(batch.obs))
-        tensors = (obs, *map(rows, (batch.actions, batch.log_probs, batch.values, advantages,
-                                    returns)))
-        count = obs.shape[0]
+        count = tensors[0].shape[0]
         size = count // c.num_minibatches
-        sums = torch.zeros(5, device=obs.device)  # the losses, entropy, clipped fraction
+        sums = torch.zeros(5, device=advantages.device)  # the losses, entropy, clipped fraction
 
         for order in self.orders:
             for start in range(0, count, size):
                 i = order[start:start + size]
-                obs_i, actions_i, old_log_probs_i, old_values_i, advantages_i, returns_i = (
-                    x[i].flatten(0, 1) if by_trajectory else x[i] for x in tensors)
-                losses = self.minibatch_loss(self.policy.outputs(obs_i), actions_i,
-                                             old_log_probs_i, old_values_i, advantages_i,
-                                             returns_i)
+                minibatch = (x[i].flatten(0, 1) if by_trajectory else x[i] for x in tensors)
+                losses = self.minibatch_loss(*minibatch)
                 gradient_step(self.optimizer, losses[0], self.policy.parameters(),
                               c.max_grad_norm, self.backward, self.reduce)
                 sums += torch.stack(losses).detach()
         means = sums / (c.epochs * c.num_minibatches)
         names = ("loss", "policy_loss", "value_loss", "entropy", "clip_fraction")
         return dict(zip(names, means, strict=True))
+
+    def rows(self, x: torch.Tensor) -> torch.Tensor:
+        """`x` [steps, envs, agents, ...] as the rows a minibatch draws from: one a sample,
+        or (by trajectory) one an agent's steps of the rollout, [envs x agents, steps, ...]."""
+        if self.config.shuffle == "trajectories":
+            return x.movedim(0, 2).flatten(0, 1)
+        return flat(x)
+
+    def sample_rows(self, batch, advantages, returns) -> tuple[torch.Tensor, ...]:
+        """(observations, actions, old log-probabilities, old values, advantages, returns),
+        each as rows, in the order a minibatch takes them."""
+        return tuple(map(self.rows, (batch.obs, batch.actions, batch.log_probs, batch.values,
+                                     advantages, returns)))
+
+    def minibatch_loss(self, obs, actions, old_log_probs, old_values, advantages, returns):
+        """The loss of one minibatch: the distribution's log-probabilities and entropy, the
+        advantages normalised, the clipped objective."""
+        log_prob, entropy, value = self.policy.evaluate(obs, actions)
+        if self.config.normalize_advantages:
+            advantages = normalize(advantages)
+        return loss(log_prob, entropy, value, old_log_probs, old_values, advantages, returns,
+                    self.config)
