@@ -51,11 +51,11 @@ from wd_teach.errors import (  # noqa: E402
     WdTeachError,
 )
 from wd_teach.launch import KernelLauncher, launch_geometry  # noqa: E402
+from wd_teach.lessons.sizes import lesson_sizes  # noqa: E402
 from wd_teach.reset.episode_log import EpisodeLog, plot_episode  # noqa: E402
 from wd_teach.reset.reset import Resetter  # noqa: E402
 from wd_teach.sampler.bench import bench_sampler  # noqa: E402
 from wd_teach.sampler.sampler import Sampler  # noqa: E402
-from wd_teach.sizes import lesson_sizes  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from wd_teach.data import DataStore
 from wd_teach.errors import WdTeachError
-from wd_teach.sizes import lesson_sizes
+from wd_teach.lessons.sizes import lesson_sizes
 
 NAME = "heading"
 
