@@ -20,6 +20,10 @@ keys (an optimiser's state per parameter) `{"$int_keys": {"0": ...}}`.
 The file is written whole or not at all (wd_teach.files.atomic_write), and reading it
 checks everything it can: a file that is missing, cut short, random bytes, a pickle, or a
 safetensors file from elsewhere is refused with a TrainError that says which.
+
+A file that reads well may still not fit the trainer it is loaded into (another env, other
+policies, other sizes): `check_compatible` compares the two, part by part, before the
+trainer changes at all, and says which part differs and the usual reason why.
 """
 
 from __future__ import annotations

@@ -41,6 +41,7 @@ from wd_teach.train.acting import make_acting, random_actions
 from wd_teach.train.algorithms import ALGORITHMS
 from wd_teach.train.algorithms.base import LearnerOptions
 from wd_teach.train.checkpoint import (
+    FORMAT_VERSION,
     SUFFIX,
     check_compatible,
     read_checkpoint,
@@ -53,8 +54,6 @@ from wd_teach.train.metrics import EpisodeStats, per_episode
 from wd_teach.train.policy import agent_groups, make_policy
 from wd_teach.train.rollout import Rollout
 from wd_teach.train.speed import maybe_graphed, precision_context
-
-CHECKPOINT_FORMAT = 2  # wd_teach.train.checkpoint.FORMAT_VERSION: safetensors + JSON
 
 
 def default_backend() -> str:
@@ -361,7 +360,7 @@ class Trainer:
         arrays = {n: store[n].detach().cpu().clone() for n in store.names
                   if not n.endswith("_pristine")}
         return {
-            "format": CHECKPOINT_FORMAT,
+            "format": FORMAT_VERSION,
             "env": self.config.env.name,
             "config": self.config.to_dict(),
             "groups": {g.name: list(g.agents) for g in self.groups},
