@@ -26,10 +26,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from wd_teach.device import gpu_available
@@ -37,7 +35,7 @@ from wd_teach.env import Env
 from wd_teach.env.wrapper import EnvWrapper
 from wd_teach.errors import ConfigError, LaunchError, TrainError
 from wd_teach.launch import launch_geometry
-from wd_teach.train.acting import make_acting, random_actions
+from wd_teach.train.acting import make_acting
 from wd_teach.train.algorithms import ALGORITHMS
 from wd_teach.train.algorithms.base import LearnerOptions
 from wd_teach.train.checkpoint import (
@@ -48,9 +46,10 @@ from wd_teach.train.checkpoint import (
     write_checkpoint,
 )
 from wd_teach.train.config import TrainConfig, load_config, make_env, merge, resolve_agents
+from wd_teach.train.evaluation import Evaluation, play_first_episodes
 from wd_teach.train.fused import require_triton
 from wd_teach.train.logger import open_log
-from wd_teach.train.metrics import EpisodeStats, per_episode
+from wd_teach.train.metrics import per_episode
 from wd_teach.train.policy import agent_groups, make_policy
 from wd_teach.train.rollout import Rollout
 from wd_teach.train.speed import maybe_graphed, precision_context
@@ -287,7 +286,6 @@ class Trainer:
 
     # -- evaluation -------------------------------------------------------------------------
 
-    @torch.no_grad()
     def evaluate(self, num_envs: int | None = None, steps: int | None = None, *,
                  greedy: bool = True, random: tuple[str, ...] = (), record: bool = False,
                  seed: int | None = None, backend: str | None = None) -> Evaluation:
@@ -298,59 +296,8 @@ class Trainer:
         `record`: keep env 0's state arrays at every step, the start included, up to the
         end of its episode: the frames of an animation. The training envs are not touched.
         """
-        num_envs = num_envs or self.wrapper.num_envs
-        steps = steps or self.env.episode_length
-        seed = self.seed + 1 if seed is None else seed
-        unknown = sorted(set(random) - {g.name for g in self.groups})
-        if unknown:
-            raise TrainError(f"random={unknown}: no such policy. Policies: "
-                             f"{', '.join(g.name for g in self.groups)}.")
-        wrapper = EnvWrapper(self.env, num_envs, backend or self.backend, seed=seed,
-                             auto_reset=False, check_actions=False)
-        generator = torch.Generator(device=wrapper.device).manual_seed(seed)
-        policies = [self.policies[g.name] for g in self.groups]
-        acting = make_acting(wrapper, self.groups, policies, seed, generator)
-        for policy in policies:
-            policy.to(wrapper.device)
-        metrics = self.env.episode_metrics()
-        stats = EpisodeStats(num_envs, wrapper.num_agents, wrapper.device, metrics)
-        playing = torch.ones(num_envs, dtype=torch.bool, device=wrapper.device)
-        names = [n for n in self.env.frame_arrays() if n in wrapper.store.names] if record else []
-        frames = {n: [wrapper.store[n][0].clone()] for n in names}
-        ended = []
-        scratch_actions = torch.zeros((num_envs, wrapper.num_agents, acting.action_width()),
-                                      dtype=acting.action_dtype(), device=wrapper.device)
-        scratch_log_probs = torch.zeros((num_envs, wrapper.num_agents), device=wrapper.device)
-        wrapper.reset()
-        for _ in range(steps):
-            acting.forward(wrapper.obs)
-            if greedy:
-                acting.greedy()
-            else:
-                acting.draw(scratch_actions, scratch_log_probs)
-            for group in self.groups:
-                if group.name in random:
-                    random_actions(wrapper, group, generator)
-            _, rewards, done, _ = wrapper.step()
-            stats.update(rewards * playing[:, None], done & playing,
-                         {name: m.read(wrapper.store) for name, m in metrics.items()})
-            for n in names:
-                frames[n].append(wrapper.store[n][0].clone())
-            ended.append(done[0].clone())
-            playing &= ~done
-            wrapper.reset_done()
-        for policy in policies:
-            policy.to(self.device)
-        values = stats.device_values(self.groups, num_envs)
-        pulled = dict(zip(values, torch.stack(list(values.values())).cpu().tolist(),
-                          strict=True))
-        kept = {}
-        if names:
-            end = torch.stack(ended).cpu().numpy()
-            last = int(np.argmax(end)) + 1 if end.any() else len(end)
-            kept = {n: torch.stack(frames[n][:last + 1]).cpu().numpy() for n in names}
-        return Evaluation(metrics=pulled, frames=kept, num_envs=num_envs, greedy=greedy,
-                          random=tuple(random))
+        return play_first_episodes(self, num_envs, steps, greedy=greedy, random=random,
+                                   record=record, seed=seed, backend=backend)
 
     # -- checkpoints ------------------------------------------------------------------------
 
@@ -430,15 +377,3 @@ class Trainer:
         return (f"Trainer({self.config.env.name}, {self.config.algorithm_name}, "
                 f"{self.wrapper.num_envs} envs on {self.backend}, policies: {groups}, "
                 f"iteration {self.iteration})")
-
-
-@dataclass
-class Evaluation:
-    """What `Trainer.evaluate` found: per-group mean returns over each env's first
-    episode (`metrics`, keys as in the history), and the recorded frames of env 0."""
-
-    metrics: dict[str, float]
-    frames: dict[str, np.ndarray] = field(default_factory=dict)
-    num_envs: int = 0
-    greedy: bool = True
-    random: tuple[str, ...] = ()
