@@ -1,11 +1,12 @@
 """Evaluation: the trained policies play the first episode of fresh envs.
 
 An evaluation steps its envs with the rollout's own loop (wd_teach/train/rollout.py), not a
-second copy of it: a Rollout of one step, collected `steps` times. Its acting is `Playing`,
-which wraps the trained policies' acting: the most probable actions (greedy) or drawn ones,
-and uniformly random ones for the groups named as the baseline. What the evaluation keeps
-(each env's first episode, and env 0's frames) is taken in `Playing.after_step`, the moment
-a rollout gives its acting between the env's step and the reset of the finished envs.
+second copy of it: rollouts that together take `steps` steps, each no bigger in memory than
+a training rollout (`in_rollouts`). Their acting is `Playing`, which wraps the trained
+policies' acting: the most probable actions (greedy) or drawn ones, and uniformly random
+ones for the groups named as the baseline. What the evaluation keeps (each env's first
+episode, and env 0's frames) is taken in `Playing.after_step`, the moment a rollout gives
+its acting between the env's step and the reset of the finished envs.
 
     result = trainer.evaluate(num_envs=32)                  # Trainer.evaluate calls this
     result.metrics["cart/return"]
@@ -94,6 +95,17 @@ class Playing:
         return {n: torch.stack(kept[:last + 1]).cpu().numpy() for n, kept in self.frames.items()}
 
 
+def in_rollouts(wrapper, playing: Playing, steps: int, most: int) -> list[Rollout]:
+    """Rollouts that take `steps` steps in all, each at most `most` steps long (the last one
+    may be shorter), so that their buffers are no bigger than a training rollout's. The same
+    Rollout is collected again where it can be."""
+    chunk = max(1, min(steps, most))
+    rollouts = [Rollout(wrapper, playing, chunk)] * (steps // chunk)
+    if steps % chunk:
+        rollouts.append(Rollout(wrapper, playing, steps % chunk))
+    return rollouts
+
+
 @torch.no_grad()
 def play_first_episodes(trainer, num_envs: int | None = None, steps: int | None = None, *,
                         greedy: bool = True, random: tuple[str, ...] = (),
@@ -119,9 +131,10 @@ def play_first_episodes(trainer, num_envs: int | None = None, steps: int | None 
               if record else [])
     playing = Playing(acting, greedy, [g for g in trainer.groups if g.name in random],
                       generator, frames)
-    rollout = Rollout(wrapper, playing, steps=1)
+    most = trainer.rollout.buffer.steps * trainer.wrapper.num_envs // num_envs
+    rollouts = in_rollouts(wrapper, playing, steps, most)
     wrapper.reset()
-    for _ in range(steps):
+    for rollout in rollouts:
         rollout.collect()
     for policy in policies:
         policy.to(trainer.device)
