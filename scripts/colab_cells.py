@@ -1,5 +1,5 @@
 """Put the Colab badge and install cell at the top of notebooks, and point the documents'
-Colab links and install sources at the repository (all made by wd_teach.colab from the
+Colab links and install sources at the repository (all made by wd_teach.lessons.colab from the
 repository URL in pyproject.toml's [project.urls] Homepage, the one place it lives).
 
     python scripts/colab_cells.py                      # every notebook, and DOCUMENTS
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import tomllib
 
-from wd_teach.colab import place_cells, relink
+from wd_teach.lessons.colab import place_cells, relink
 
 REPO = Path(__file__).resolve().parents[1]
 #: Documents whose Colab links and `pip install git+...` sources follow the repository URL.

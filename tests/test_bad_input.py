@@ -37,9 +37,9 @@ from wd_teach import (
     launch_geometry,
 )
 from wd_teach.cli import main
-from wd_teach.demo import move
 from wd_teach.env.wrapper import EnvWrapper
 from wd_teach.errors import EnvError, TrainError
+from wd_teach.lessons.demo import move
 from wd_teach.train.config import load_config
 from wd_teach.train.trainer import Trainer
 from wd_teach_envs.cartpole import CartPole

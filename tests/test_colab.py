@@ -13,8 +13,8 @@ import pytest
 import tomllib
 
 import wd_teach
-from wd_teach import colab
 from wd_teach.errors import MissingPieceError
+from wd_teach.lessons import colab
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
@@ -184,7 +184,8 @@ def _run_cell(python, env, cwd=None):
 
 
 def test_the_install_cell_shows_each_line_as_it_comes_and_says_how_long(tmp_path):
-    """On 'Colab', with wd_teach importable, the cell runs only `python -m wd_teach.colab`;
+    """On 'Colab', with wd_teach importable, the cell runs only
+    `python -m wd_teach.lessons.colab`;
     a stand-in module there prints a line, waits, and prints another: the first line must
     reach the cell's output before the second is written (pip's progress, as it goes)."""
     cell = colab.setup_cell(REPOSITORY)
@@ -192,7 +193,9 @@ def test_the_install_cell_shows_each_line_as_it_comes_and_says_how_long(tmp_path
     stand_in = tmp_path / "wd_teach"
     stand_in.mkdir()
     (stand_in / "__init__.py").write_text("")
-    (stand_in / "colab.py").write_text(
+    (stand_in / "lessons").mkdir()
+    (stand_in / "lessons" / "__init__.py").write_text("")
+    (stand_in / "lessons" / "colab.py").write_text(
         "import pathlib, time\n"
         "print('step one', flush=True)\n"
         "for _ in range(200):\n"
@@ -212,7 +215,7 @@ def test_the_install_cell_shows_each_line_as_it_comes_and_says_how_long(tmp_path
                           env=env, cwd=tmp_path, timeout=60)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[:3] == ["$ python -m wd_teach.colab", "step one", "step two"]
+    assert lines[:3] == ["$ python -m wd_teach.lessons.colab", "step one", "step two"]
     assert re.fullmatch(r"Set-up done in \d+ s\.", lines[3]) and len(lines) == 4
 
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from wd_teach import CompileError, DataStore, LaunchError, MissingPieceError, cuda_c
-from wd_teach.demo import DEMO_CUDA_C
 from wd_teach.device import nvcc_path
 from wd_teach.launch import cuda_c_argument
+from wd_teach.lessons.demo import DEMO_CUDA_C
 
 REPO = Path(__file__).resolve().parents[1]
 #: Folders that hold other people's files: version control, builds, virtual environments.

@@ -7,10 +7,10 @@ from numba import cuda
 
 import wd_teach
 from wd_teach._simulator import simulator_on
-from wd_teach.demo import DEMO_CUDA_C
-from wd_teach.demo import move as right_move
 from wd_teach.device import nvcc_path
 from wd_teach.exercises import lesson_00, lesson_01, lesson_02
+from wd_teach.lessons.demo import DEMO_CUDA_C
+from wd_teach.lessons.demo import move as right_move
 from wd_teach.numba_index import agent_id, env_id
 
 # -- lesson 00: the launch shape -----------------------------------------------------------

@@ -6,7 +6,7 @@ from numba import cuda
 
 import wd_teach
 from wd_teach import DataStore, KernelLauncher, LaunchError, StoreError, launch_geometry
-from wd_teach.demo import DEMO_CUDA_C, move, reference_move
+from wd_teach.lessons.demo import DEMO_CUDA_C, move, reference_move
 from wd_teach.numba_index import agent_id, env_id
 
 # Writes each thread's (env, agent) into its slot: the launch shape made visible.
@@ -111,7 +111,7 @@ def test_launch_freezes_the_store(backend):
 def test_numba_loads_modules_dicts_and_paths(tmp_path):
     store = DataStore(2, 3)
     launcher = KernelLauncher(store, "numba")
-    assert launcher.load(wd_teach.demo) == ["move"]
+    assert launcher.load(wd_teach.lessons.demo) == ["move"]
     assert launcher.load({"where": where, "not_a_kernel": len}) == ["where"]
     path = tmp_path / "kernels.py"
     path.write_text("from numba import cuda\n\n@cuda.jit\ndef twice(x):\n    x[0] *= 2\n")

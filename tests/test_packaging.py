@@ -80,7 +80,7 @@ def test_import_needs_no_gpu_no_nvcc_no_pycuda(tmp_path):
     """A fresh interpreter with nvcc and PyCUDA hidden still imports wd_teach and runs Numba."""
     hide = tmp_path / "sitecustomize.py"
     hide.write_text("import sys\nsys.modules['pycuda'] = None\n")
-    code = ("import wd_teach, numpy as np; from wd_teach.demo import move;"
+    code = ("import wd_teach, numpy as np; from wd_teach.lessons.demo import move;"
             "s = wd_teach.DataStore(2, 3); s.push('pos', np.zeros((2, 3), np.float32));"
             "s.push('vel', np.ones((2, 3), np.float32)); s.set_constant('dt', 1.0);"
             "launcher = wd_teach.KernelLauncher(s, 'numba'); launcher.load(move);"

@@ -8,8 +8,8 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
 import wd_teach
-from wd_teach import pictures, show
 from wd_teach.device import nvcc_path
+from wd_teach.lessons import pictures, show
 
 
 def squares(fig: Figure, colour: str) -> int:

@@ -8,10 +8,10 @@ import textwrap
 import pytest
 
 from wd_teach.errors import ShowError, WdTeachError
+from wd_teach.lessons.show import cuda_function, python_function
 from wd_teach.rng import kernels_numba as rng_numba
 from wd_teach.rng import reference as rng
 from wd_teach.sampler import sampler
-from wd_teach.show import cuda_function, python_function
 from wd_teach.train.rollout import Rollout
 
 SOURCE = r"""#include "wd_teach.cuh"

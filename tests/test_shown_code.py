@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from wd_teach.errors import ShowError
-from wd_teach.show import cuda_function
+from wd_teach.lessons.show import cuda_function
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -128,7 +128,7 @@ def _notebook(*cells: tuple[str, str]) -> dict:
 
 IMPORTS = ("code", "from wd_teach.sampler.sampler import CUDA_C_PATH\n"
                    "from wd_teach.train.rollout import Rollout\n"
-                   "from wd_teach.show import cuda_function, python_function")
+                   "from wd_teach.lessons.show import cuda_function, python_function")
 
 
 def test_a_notebook_that_shows_its_code_right_has_no_problems():

@@ -1,6 +1,7 @@
 """wd_teach: end-to-end multi-agent reinforcement learning on a GPU, taught one layer at a time.
 
-The floors, bottom up, each with its notebook; a layer is a folder and imports only below it:
+The floors, bottom up, each with its notebook; a layer is a folder and imports only below it
+(tests/test_layers.py checks every import):
 
     device.py data.py launch.py cuda_c.py ...  the floor: machine, DataStore (01),
                                    KernelLauncher (02), CUDA C; cuda/ holds the shared header
@@ -12,6 +13,10 @@ The floors, bottom up, each with its notebook; a layer is a folder and imports o
     train/    Trainer: shared policies, A2C/PPO/DDPG, a rollout that stays on the device,
               checkpoints (07_training); lightning.py: the same in Lightning (08_lightning)
     scale/    run_bench, autoscale, distributed: throughput, envs that fit, GPUs (09)
+
+Beside the layers, lessons/ holds what the notebooks need around them (the Colab set-up,
+lesson sizes, code shown by name, pictures, the first kernel); it imports only the floor.
+An env folder takes all it needs from wd_teach.env (its __all__ is the env author's API).
 
 One convention for twins, the same in every folder that holds kernels. A layer folder's
 CUDA C is `kernels.cu` (`kernels.cuh` for a header-only layer such as rng/), its Numba twin
@@ -52,11 +57,11 @@ from wd_teach.errors import (  # noqa: E402
     WdTeachError,
 )
 from wd_teach.launch import KernelLauncher, launch_geometry  # noqa: E402
+from wd_teach.lessons.sizes import lesson_sizes  # noqa: E402
 from wd_teach.reset.episode_log import EpisodeLog, plot_episode  # noqa: E402
 from wd_teach.reset.reset import Resetter  # noqa: E402
 from wd_teach.sampler.bench import bench_sampler  # noqa: E402
 from wd_teach.sampler.sampler import Sampler  # noqa: E402
-from wd_teach.sizes import lesson_sizes  # noqa: E402
 
 __version__ = "0.1.0"
 #: The backends that run kernels, best first (the one list is wd_teach.backends.ALL).

@@ -52,7 +52,7 @@ def _demo(args: argparse.Namespace) -> int:
     if not backends:
         print("no backend can run kernels here; see `wd-teach doctor`.", file=sys.stderr)
         return 1
-    from wd_teach.demo import DEMO_CUDA_C, move, reference_move  # Numba: only now
+    from wd_teach.lessons.demo import DEMO_CUDA_C, move, reference_move  # Numba: only now
     from wd_teach.timing import time_calls
 
     rng = np.random.default_rng(args.seed)

@@ -18,8 +18,7 @@ Loops over a constant count (`range(MAX_NEAREST)`) are unrolled, so they stay `f
 import numpy as np
 from numba import cuda, float32, int32
 
-from wd_teach._simulator import simulator_on
-from wd_teach.numba_index import agent_id, env_id
+from wd_teach.env import agent_id, env_id, simulator_on
 
 TILE = 128  # agents staged in shared memory at a time
 MAX_NEAREST = 16  # the most neighbours an agent can see by distance

@@ -11,7 +11,7 @@ import math
 import numpy as np
 from numba import cuda
 
-from wd_teach.numba_index import agent_id, env_id
+from wd_teach.env import agent_id, env_id
 
 PI = np.float32(math.pi)
 TWO_PI = np.float32(2 * math.pi)

@@ -10,7 +10,7 @@ import math
 import numpy as np
 from numba import cuda
 
-from wd_teach.numba_index import agent_id, env_id
+from wd_teach.env import agent_id, env_id
 
 THREE = np.float32(3.0)
 ZERO = np.float32(0.0)

@@ -4,7 +4,7 @@ between move and observe is tag_catch in envs/_tag/tag_numba.py."""
 import numpy as np
 from numba import cuda, float32, int32
 
-from wd_teach.numba_index import agent_id, env_id
+from wd_teach.env import agent_id, env_id
 from wd_teach_envs._tag.tag_numba import (
     MAX_NEAREST,
     TILE,

@@ -5,8 +5,8 @@ run and rejected."""
 from exercise_answers import MOVE_C_WITHOUT_DT_OR_GUARD
 
 import wd_teach
-from wd_teach.demo import DEMO_CUDA_C
-from wd_teach.demo import move as right_move
+from wd_teach.lessons.demo import DEMO_CUDA_C
+from wd_teach.lessons.demo import move as right_move
 from wd_teach.exercises import lesson_02
 
 

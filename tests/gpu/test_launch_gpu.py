@@ -5,9 +5,9 @@ import pytest
 
 import wd_teach
 from wd_teach import CompileError, DataStore, KernelLauncher
-from wd_teach.demo import DEMO_CUDA_C, move, reference_move
 from wd_teach.device import BACKENDS
 from wd_teach.env.registry import find_env, shipped_envs
+from wd_teach.lessons.demo import DEMO_CUDA_C, move, reference_move
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -24,6 +24,24 @@ the wrapper binds all three the same way. Besides its own state, every env has:
 
 The env makes `obs` and its state in `initial_state()`; the base class makes the rest.
 A folder can live anywhere: wd_teach/env/registry.py finds it by name or by path.
+
+What an env folder takes from wd_teach, it takes from here, and `__all__` lists it all: the
+one public API for env authors, kept stable (tests/test_env_api.py checks that envs/ and
+the exercises' env folders import nothing else from wd_teach):
+
+    Env, StateArray, EpisodeMetric, Tolerance, GymnasiumTwin   the contract (env.py)
+    require, require_positive, EnvError                        config checks
+    spaces                                                     gymnasium's spaces
+    OBS, ACTIONS, REWARDS, DONE, TIMESTEP, STEP_FILES          the names every env shares
+    env_folder                                                 where an env class's steps are
+    cos32, sin32                                               float32 trigonometry (reference.py)
+    agent_id, env_id, slot                                     where a Numba thread sits
+                                                               (wd_teach.numba_index; step_numba.py)
+    CUDA_INCLUDE_DIR                                           the folder of wd_teach.cuh (step.cu)
+    MAX_THREADS_PER_BLOCK                                      the largest block a launch makes
+    simulator_on                                               Numba kernels on the simulator?
+
+The Numba names are handed out on first use: `import wd_teach.env` does not import Numba.
 """
 
 from __future__ import annotations
@@ -40,7 +58,39 @@ from typing import Any, ClassVar
 import numpy as np
 from gymnasium import spaces
 
+from wd_teach._simulator import simulator_on
+from wd_teach.cuda_c import INCLUDE_DIR as CUDA_INCLUDE_DIR
 from wd_teach.errors import EnvError
+from wd_teach.launch import MAX_THREADS_PER_BLOCK
+
+__all__ = [
+    "ACTIONS",
+    "CUDA_INCLUDE_DIR",
+    "DONE",
+    "MAX_THREADS_PER_BLOCK",
+    "OBS",
+    "REWARDS",
+    "STEP_FILES",
+    "TIMESTEP",
+    "Env",
+    "EnvError",
+    "EpisodeMetric",
+    "GymnasiumTwin",
+    "StateArray",
+    "Tolerance",
+    "agent_id",
+    "cos32",
+    "env_folder",
+    "env_id",
+    "require",
+    "require_positive",
+    "simulator_on",
+    "sin32",
+    "slot",
+    "spaces",
+]
+#: Numba device functions (wd_teach/numba_index.py), imported when first asked for.
+NUMBA_NAMES = ("agent_id", "env_id", "slot")
 
 OBS, ACTIONS, REWARDS, DONE, TIMESTEP = "obs", "actions", "rewards", "done", "timestep"
 #: The steps of an env, one file per backend, in the folder of its class.
@@ -335,3 +385,13 @@ def cos32(x: np.ndarray) -> np.ndarray:
 def sin32(x: np.ndarray) -> np.ndarray:
     """sin of float32 values, correctly rounded to float32 (see cos32)."""
     return np.sin(np.asarray(x, np.float64)).astype(np.float32)
+
+
+def __getattr__(name: str):
+    """`from wd_teach.env import agent_id` imports Numba then, not on `import wd_teach.env`:
+    a run on the NumPy reference needs no Numba."""
+    if name in NUMBA_NAMES:
+        from wd_teach import numba_index
+
+        return getattr(numba_index, name)
+    raise AttributeError(f"module 'wd_teach.env' has no attribute {name!r}")

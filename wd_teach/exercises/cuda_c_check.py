@@ -29,7 +29,7 @@ from wd_teach.device import choose_backend, discover, nvcc_path
 from wd_teach.errors import WdTeachError
 from wd_teach.exercises.verdict import Verdict
 from wd_teach.launch import KernelLauncher, cuda_c_argument
-from wd_teach.show import cuda_function
+from wd_teach.lessons.show import cuda_function
 
 LABEL = "CUDA C kernel"
 #: How a verdict names each half, by backend.

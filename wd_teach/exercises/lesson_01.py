@@ -13,7 +13,7 @@ import numpy as np
 from wd_teach.data import DataStore
 from wd_teach.errors import WdTeachError
 from wd_teach.exercises.verdict import verdict_of
-from wd_teach.sizes import lesson_sizes
+from wd_teach.lessons.sizes import lesson_sizes
 
 NAME = "heading"
 

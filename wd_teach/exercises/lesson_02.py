@@ -19,7 +19,7 @@ from wd_teach.data import DataStore
 from wd_teach.exercises.cuda_c_check import check_halves, compile_only, launch_learner_kernel
 from wd_teach.exercises.verdict import Verdict, not_yet
 from wd_teach.launch import launch_geometry
-from wd_teach.sizes import lesson_sizes
+from wd_teach.lessons.sizes import lesson_sizes
 
 PARAMETERS = "pos, vel, dt, num_agents"
 

@@ -63,7 +63,7 @@ from wd_teach.exercises.cuda_c_check import (
 from wd_teach.exercises.gather.env import Gather, GatherConfig
 from wd_teach.exercises.verdict import Verdict, not_yet
 from wd_teach.launch import MAX_THREADS_PER_BLOCK
-from wd_teach.sizes import lesson_sizes
+from wd_teach.lessons.sizes import lesson_sizes
 
 PARAMETERS = ("pos, goal, parked, moves, actions, obs, rewards, done, timestep, "
               "episode_length, length, reach, arrival_bonus, num_agents")

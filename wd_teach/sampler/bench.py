@@ -18,8 +18,8 @@ import torch
 from wd_teach.data import DataStore
 from wd_teach.device import default_device, discover
 from wd_teach.errors import SamplerError
+from wd_teach.lessons.sizes import lesson_sizes
 from wd_teach.sampler.sampler import Sampler
-from wd_teach.sizes import lesson_sizes
 from wd_teach.timing import time_calls
 
 MULTINOMIAL = "torch.multinomial"

@@ -47,8 +47,8 @@ from wd_teach import backends as backend_list
 from wd_teach.backends import ALL as ENV_BACKENDS
 from wd_teach.device import discover, gpu_available
 from wd_teach.errors import BenchError, EnvError
+from wd_teach.lessons.sizes import lesson_sizes
 from wd_teach.scale.autoscale import out_of_memory, release_gpu_memory
-from wd_teach.sizes import lesson_sizes
 from wd_teach.timing import time_calls
 from wd_teach.train.config import TrainConfig, load_config, make_env
 

@@ -16,8 +16,8 @@ from matplotlib import pyplot as plt
 from matplotlib.ticker import FuncFormatter, NullFormatter, NullLocator
 
 from wd_teach.backends import ALL
-from wd_teach.colab import on_colab
 from wd_teach.errors import BenchError
+from wd_teach.lessons.colab import on_colab
 from wd_teach.scale.autoscale import WHY
 from wd_teach.scale.bench import FORMAT, load_results, rows_of
 from wd_teach.train.metrics import PHASES
@@ -241,7 +241,7 @@ def _raw_url() -> str:
     """raw.githubusercontent.com/OWNER/NAME/main of the repository wd-teach came from."""
     from importlib.metadata import metadata
 
-    from wd_teach.colab import BRANCH, _github
+    from wd_teach.lessons.colab import BRANCH, _github
 
     urls = metadata("wd-teach").get_all("Project-URL") or []
     home = next(u.split(",", 1)[1].strip() for u in urls if u.lower().startswith("homepage"))

@@ -7,7 +7,9 @@
     rollout.py     a rollout of steps, kept on the device
     algorithms/    A2C, PPO, DDPG: one loss each
     trainer.py     Trainer: the loop
+    evaluation.py  the trained policies play fresh envs, through the rollout's own loop
     metrics.py report.py checkpoint.py runs.py speed.py lightning.py   around the loop
+    data_parallel.py   one GPU per process: gradients, weights, metrics shared (08, 09)
 
 `from wd_teach.train import Trainer` works; the trainer module is imported on first use.
 """

@@ -20,12 +20,17 @@ keys (an optimiser's state per parameter) `{"$int_keys": {"0": ...}}`.
 The file is written whole or not at all (wd_teach.files.atomic_write), and reading it
 checks everything it can: a file that is missing, cut short, random bytes, a pickle, or a
 safetensors file from elsewhere is refused with a TrainError that says which.
+
+A file that reads well may still not fit the trainer it is loaded into (another env, other
+policies, other sizes): `check_compatible` compares the two, part by part, before the
+trainer changes at all, and says which part differs and the usual reason why.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from safetensors import SafetensorError, safe_open
@@ -34,6 +39,9 @@ from safetensors.torch import save_file
 from wd_teach.errors import TrainError
 from wd_teach.files import atomic_write
 
+if TYPE_CHECKING:
+    from wd_teach.train.trainer import Trainer
+
 #: What the metadata says about a wd-teach checkpoint, so a foreign file is told apart.
 FORMAT_NAME = "wd-teach training checkpoint"
 FORMAT_VERSION = 2  # 1 was a pickle (checkpoint.pt), no longer read
@@ -41,6 +49,9 @@ SUFFIX = ".safetensors"
 TENSOR, TUPLE, INT_KEYS = "$tensor", "$tuple", "$int_keys"
 #: The first bytes of what torch.save writes: a zip archive, or a bare pickle.
 PICKLE_STARTS = (b"PK\x03\x04", b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
+#: The parts of a state dict (Trainer.state_dict) a checkpoint must hold.
+STATE_PARTS = ("format", "env", "config", "groups", "iteration", "env_steps", "history",
+               "learners", "acting", "store", "stats", "generator", "torch_rng")
 
 
 def write_checkpoint(state: dict, path: str | Path) -> Path:
@@ -157,6 +168,153 @@ def latest_checkpoint(folder: str | Path) -> Path:
     if not found:
         raise TrainError(f"{folder} holds no readable checkpoint (checkpoint*{SUFFIX}).")
     return max(found)[2]
+
+
+# -- does a checkpoint fit a trainer? ---------------------------------------------------------
+
+
+def check_compatible(trainer: Trainer, state: dict, path) -> None:
+    """Refuse a state that does not fit `trainer`, before anything is changed: its
+    parts, env, policies, algorithm, store arrays, and the layout (names, shapes,
+    dtypes) of every learner's, the acting's, the statistics' and the RNGs' tensors."""
+    missing = [part for part in STATE_PARTS if part not in state]
+    if missing:
+        raise TrainError(f"{path} lacks {', '.join(missing)}: it is not a whole wd-teach "
+                         "training checkpoint.")
+    mine, theirs = trainer.config.env.name, state["env"]
+    if theirs != mine:
+        raise TrainError(f"{path} is a checkpoint of {theirs!r}, but this trainer runs "
+                         f"{mine!r}. Load it into a trainer of {theirs!r} "
+                         "(Trainer.from_checkpoint builds one from the checkpoint).")
+    groups = {g.name: list(g.agents) for g in trainer.groups}
+    if state["groups"] != groups:
+        raise TrainError(f"{path} holds policies {_describe(state['groups'])}, this trainer "
+                         f"has {_describe(groups)}: the same policies over the same "
+                         "agents are needed to go on.")
+    algorithm = state["config"]["algorithm"]["name"]
+    if algorithm != trainer.config.algorithm_name:
+        raise TrainError(f"{path} was trained with {algorithm}, this trainer runs "
+                         f"{trainer.config.algorithm_name}.")
+    check_store(trainer.wrapper.store, state["store"], path)
+    for name in ("iteration", "env_steps"):
+        if not isinstance(state[name], int) or state[name] < 0:
+            raise TrainError(f"{path}: {name} is {state[name]!r}, not a count.")
+    if not isinstance(state["history"], list):
+        raise TrainError(f"{path}: the history is not a list of rows.")
+    mine_now = trainer.state_dict()
+    if set(state["learners"]) != set(trainer.learners):
+        raise TrainError(f"{path} has learners for {sorted(state['learners'])}, this "
+                         f"trainer for {sorted(trainer.learners)}.")
+    for name, learner in trainer.learners.items():
+        for part, value in mine_now["learners"][name].items():
+            key = f"learners.{name}.{part}"
+            theirs = state["learners"][name].get(part)
+            if part in learner.optimizer_names:
+                _check_optimizer(getattr(learner, part), theirs, key, path)
+            else:
+                _check_same_layout(value, theirs, key, path)
+    for part in ("acting", "stats", "generator", "torch_rng"):
+        _check_same_layout(mine_now[part], state[part], part, path)
+
+
+def check_store(store, arrays: dict, path) -> None:
+    """Every array of the trainer's `store`, and no other, of the same shape and dtype:
+    a checkpoint that lacks one would leave that part of the env as it is now."""
+    wanted = {n for n in store.names if not n.endswith("_pristine")}
+    missing, extra = sorted(wanted - set(arrays)), sorted(set(arrays) - wanted)
+    if missing:
+        raise TrainError(f"{path} lacks the store array(s) {', '.join(missing)} that this "
+                         "trainer's env has: the checkpoint is incomplete or of another "
+                         "env version.")
+    if extra:
+        raise TrainError(f"{path} holds store array(s) {', '.join(extra)} that this "
+                         "trainer's env does not have: it is of another env or env "
+                         "version.")
+    for name in sorted(wanted):
+        array, have = arrays[name], store[name]
+        if not isinstance(array, torch.Tensor) or tuple(array.shape) != tuple(have.shape):
+            shape = tuple(array.shape) if isinstance(array, torch.Tensor) else "no tensor"
+            raise TrainError(f"{path} holds {name!r} of shape {shape}, this trainer "
+                             f"{tuple(have.shape)}: the env's sizes differ (env.num_envs "
+                             "or env.params).")
+        if array.dtype != have.dtype:
+            raise TrainError(f"{path} holds {name!r} as {array.dtype}, this trainer's "
+                             f"store as {have.dtype}.")
+
+
+def _check_same_layout(mine, theirs, key: str, path) -> None:
+    """`theirs` has the layout of `mine`: the same dict keys and list lengths, tensors of
+    the same shape and dtype, other values of the same type. The message names the key."""
+    if isinstance(mine, torch.Tensor):
+        if not isinstance(theirs, torch.Tensor):
+            raise TrainError(f"{path}: {key} is {type(theirs).__name__}, a tensor is needed.")
+        if tuple(theirs.shape) != tuple(mine.shape) or theirs.dtype != mine.dtype:
+            raise TrainError(f"{path}: {key} is {tuple(theirs.shape)} {theirs.dtype}, this "
+                             f"trainer's {tuple(mine.shape)} {mine.dtype}{_hint(key)}.")
+    elif isinstance(mine, dict):
+        if not isinstance(theirs, dict):
+            raise TrainError(f"{path}: {key} is {type(theirs).__name__}, a dict is needed.")
+        lacks, extra = set(mine) - set(theirs), set(theirs) - set(mine)
+        if lacks or extra:
+            raise TrainError(f"{path}: {key} does not fit this trainer's: it lacks "
+                             f"{_names(lacks)} and has {_names(extra)} besides{_hint(key)}.")
+        for k, value in mine.items():
+            _check_same_layout(value, theirs[k], f"{key}.{k}", path)
+    elif isinstance(mine, (list, tuple)):
+        if not isinstance(theirs, (list, tuple)) or len(theirs) != len(mine):
+            raise TrainError(f"{path}: {key} does not have this trainer's {len(mine)} "
+                             "entries.")
+        for i, (value, other) in enumerate(zip(mine, theirs, strict=True)):
+            _check_same_layout(value, other, f"{key}.{i}", path)
+    elif mine is not None and type(theirs) is not type(mine):
+        raise TrainError(f"{path}: {key} is {theirs!r}, this trainer's is a "
+                         f"{type(mine).__name__}.")
+
+
+def _check_optimizer(optimizer: torch.optim.Optimizer, theirs, key: str, path) -> None:
+    """An optimiser state that fits: as many parameter groups and parameters, and per
+    parameter, moments of that parameter's shape. (A fresh optimiser has no moments yet,
+    so they are compared with the parameters, not with this optimiser's state.)"""
+    if not isinstance(theirs, dict) or not {"state", "param_groups"} <= set(theirs):
+        raise TrainError(f"{path}: {key} is not an optimiser state.")
+    groups = optimizer.param_groups
+    if [len(g["params"]) for g in theirs["param_groups"]] != [len(g["params"]) for g in groups]:
+        raise TrainError(f"{path}: {key} optimises other parameters than this trainer's "
+                         f"{_hint(key)}.")
+    params = dict(zip([i for g in theirs["param_groups"] for i in g["params"]],
+                      [p for g in groups for p in g["params"]], strict=True))
+    for index, moments in theirs["state"].items():
+        if index not in params:
+            raise TrainError(f"{path}: {key} has state for a parameter {index!r} it does not "
+                             "optimise.")
+        for name, value in moments.items():
+            if isinstance(value, torch.Tensor) and value.dim() and value.shape != params[
+                    index].shape:
+                raise TrainError(f"{path}: {key}.state.{index}.{name} is "
+                                 f"{tuple(value.shape)}, its parameter "
+                                 f"{tuple(params[index].shape)}{_hint(key)}.")
+
+
+def _hint(key: str) -> str:
+    """Why a learner's layout may differ: the usual cause, said after the facts."""
+    if key.startswith("learners."):
+        name = key.split(".")[1]
+        return (f": the policy {name!r} differs (policies.{name}.hidden or the algorithm's "
+                "settings)")
+    return ""
+
+
+def _names(keys: set) -> str:
+    """A few names for a message, or 'nothing'."""
+    shown = sorted(map(str, keys))
+    return ", ".join(shown[:6]) + (", ..." if len(shown) > 6 else "") if shown else "nothing"
+
+
+def _describe(groups: dict) -> str:
+    return ", ".join(f"{name} ({len(agents)} agents)" for name, agents in groups.items())
+
+
+# -- reading the file -------------------------------------------------------------------------
 
 
 def _read_safetensors(path: Path) -> tuple[dict[str, str], dict[str, torch.Tensor]]:

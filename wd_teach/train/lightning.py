@@ -106,7 +106,7 @@ class TrainingModule(pl.LightningModule):
                              "a fit on several devices starts a fresh module.")
         here = self.trainer.strategy.root_device
         if self.global_rank != 0 or next(self.policies.parameters()).device != here:
-            from wd_teach.scale.distributed import use_device
+            from wd_teach.train.data_parallel import use_device
 
             use_device(self.local_rank, here.type == "cuda")
             self._build(seed_offset=self.global_rank)
@@ -132,7 +132,7 @@ class TrainingModule(pl.LightningModule):
         self.handed_over = self.step_hooks or not _lightning_adds_nothing(self.trainer)
         self._counter.clear()
         if self.trainer.world_size > 1:
-            from wd_teach.scale.distributed import make_data_parallel
+            from wd_teach.train.data_parallel import make_data_parallel
 
             make_data_parallel(self.run)
         if not self.handed_over:
@@ -187,7 +187,7 @@ class TrainingModule(pl.LightningModule):
         with self.trainer.strategy.block_backward_sync() if several else nullcontext():
             row = self.run.iterate(profile=self.profile)
         if several:
-            from wd_teach.scale.distributed import average_row
+            from wd_teach.train.data_parallel import average_row
 
             average_row(self.run, row)
         if not self.handed_over:  # tell Lightning how many steps the learners took
@@ -273,7 +273,7 @@ def _use_launched_gpu(gpu: bool | None) -> None:
     its GPU, cuda:LOCAL_RANK, before the run puts anything on a GPU."""
     several = int(os.environ.get("WORLD_SIZE", "1")) > 1
     if several and "LOCAL_RANK" in os.environ and (gpu_available() if gpu is None else gpu):
-        from wd_teach.scale.distributed import use_device
+        from wd_teach.train.data_parallel import use_device
 
         use_device(int(os.environ["LOCAL_RANK"]), gpu=True)
 
@@ -309,7 +309,7 @@ def make_lightning_trainer(module: TrainingModule, iterations: int | None = None
     (out/tensorboard/). `devices=N`: N processes (GPUs, or CPU processes joined by gloo),
     Lightning's DDP strategy unless `strategy=` says otherwise; each rank runs all
     `iterations` (no distributed sampler splits them)."""
-    from wd_teach.scale.distributed import check_world_size
+    from wd_teach.train.data_parallel import check_world_size
 
     module.iterations = iterations = iterations or module.run.config.trainer.iterations
     cuda = module.run.device.type == "cuda"

@@ -27,10 +27,8 @@ from __future__ import annotations
 import math
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from wd_teach.device import gpu_available
@@ -39,21 +37,23 @@ from wd_teach.env.wrapper import EnvWrapper
 from wd_teach.errors import ConfigError, LaunchError, TrainError
 from wd_teach.floors import fast_floor
 from wd_teach.launch import launch_geometry
-from wd_teach.train.acting import make_acting, random_actions
+from wd_teach.train.acting import make_acting
 from wd_teach.train.algorithms import ALGORITHMS
 from wd_teach.train.algorithms.base import LearnerOptions
-from wd_teach.train.checkpoint import SUFFIX, read_checkpoint, write_checkpoint
+from wd_teach.train.checkpoint import (
+    FORMAT_VERSION,
+    SUFFIX,
+    check_compatible,
+    read_checkpoint,
+    write_checkpoint,
+)
 from wd_teach.train.config import TrainConfig, load_config, make_env, merge, resolve_agents
+from wd_teach.train.evaluation import Evaluation, play_first_episodes
 from wd_teach.train.logger import open_log
-from wd_teach.train.metrics import EpisodeStats, per_episode
+from wd_teach.train.metrics import per_episode
 from wd_teach.train.policy import CLASSES, agent_groups, make_policy
 from wd_teach.train.rollout import Rollout
 from wd_teach.train.speed import maybe_graphed, precision_context
-
-CHECKPOINT_FORMAT = 2  # wd_teach.train.checkpoint.FORMAT_VERSION: safetensors + JSON
-#: The parts of a state dict (Trainer.state_dict) a checkpoint must hold.
-STATE_PARTS = ("format", "env", "config", "groups", "iteration", "env_steps", "history",
-               "learners", "acting", "store", "stats", "generator", "torch_rng")
 
 
 def default_backend():
@@ -302,7 +302,6 @@ class Trainer:
 
     # -- evaluation -------------------------------------------------------------------------
 
-    @torch.no_grad()
     def evaluate(self, num_envs: int | None = None, steps: int | None = None, *,
                  greedy: bool = True, random: tuple[str, ...] = (), record: bool = False,
                  seed: int | None = None, backend: str | None = None) -> Evaluation:
@@ -313,59 +312,8 @@ class Trainer:
         `record`: keep env 0's state arrays at every step, the start included, up to the
         end of its episode: the frames of an animation. The training envs are not touched.
         """
-        num_envs = num_envs or self.wrapper.num_envs
-        steps = steps or self.env.episode_length
-        seed = self.seed + 1 if seed is None else seed
-        unknown = sorted(set(random) - {g.name for g in self.groups})
-        if unknown:
-            raise TrainError(f"random={unknown}: no such policy. Policies: "
-                             f"{', '.join(g.name for g in self.groups)}.")
-        wrapper = EnvWrapper(self.env, num_envs, backend or self.backend, seed=seed,
-                             auto_reset=False, check_actions=False)
-        generator = torch.Generator(device=wrapper.device).manual_seed(seed)
-        policies = [self.policies[g.name] for g in self.groups]
-        acting = make_acting(wrapper, self.groups, policies, seed, generator)
-        for policy in policies:
-            policy.to(wrapper.device)
-        metrics = self.env.episode_metrics()
-        stats = EpisodeStats(num_envs, wrapper.num_agents, wrapper.device, metrics)
-        playing = torch.ones(num_envs, dtype=torch.bool, device=wrapper.device)
-        names = [n for n in self.env.frame_arrays() if n in wrapper.store.names] if record else []
-        frames = {n: [wrapper.store[n][0].clone()] for n in names}
-        ended = []
-        scratch_actions = torch.zeros((num_envs, wrapper.num_agents, acting.action_width()),
-                                      dtype=acting.action_dtype(), device=wrapper.device)
-        scratch_log_probs = torch.zeros((num_envs, wrapper.num_agents), device=wrapper.device)
-        wrapper.reset()
-        for _ in range(steps):
-            acting.forward(wrapper.obs)
-            if greedy:
-                acting.greedy()
-            else:
-                acting.draw(scratch_actions, scratch_log_probs)
-            for group in self.groups:
-                if group.name in random:
-                    random_actions(wrapper, group, generator)
-            _, rewards, done, _ = wrapper.step()
-            stats.update(rewards * playing[:, None], done & playing,
-                         {name: m.read(wrapper.store) for name, m in metrics.items()})
-            for n in names:
-                frames[n].append(wrapper.store[n][0].clone())
-            ended.append(done[0].clone())
-            playing &= ~done
-            wrapper.reset_done()
-        for policy in policies:
-            policy.to(self.device)
-        values = stats.device_values(self.groups, num_envs)
-        pulled = dict(zip(values, torch.stack(list(values.values())).cpu().tolist(),
-                          strict=True))
-        kept = {}
-        if names:
-            end = torch.stack(ended).cpu().numpy()
-            last = int(np.argmax(end)) + 1 if end.any() else len(end)
-            kept = {n: torch.stack(frames[n][:last + 1]).cpu().numpy() for n in names}
-        return Evaluation(metrics=pulled, frames=kept, num_envs=num_envs, greedy=greedy,
-                          random=tuple(random))
+        return play_first_episodes(self, num_envs, steps, greedy=greedy, random=random,
+                                   record=record, seed=seed, backend=backend)
 
     # -- checkpoints ------------------------------------------------------------------------
 
@@ -375,7 +323,7 @@ class Trainer:
         arrays = {n: store[n].detach().cpu().clone() for n in store.names
                   if not n.endswith("_pristine")}
         return {
-            "format": CHECKPOINT_FORMAT,
+            "format": FORMAT_VERSION,
             "env": self.config.env.name,
             "config": self.config.to_dict(),
             "groups": {g.name: list(g.agents) for g in self.groups},
@@ -403,7 +351,7 @@ class Trainer:
         """Go on from `state`, all or nothing. Everything is checked before anything
         changes; should setting it still fail half way, the trainer is put back exactly as
         it was, so a failed load never leaves a trainer half one run, half another."""
-        self._check_compatible(state, where)
+        check_compatible(self, state, where)
         before = self.state_dict()
         try:
             self._set_state(state)
@@ -440,160 +388,8 @@ class Trainer:
         return cls(state["config"], gpu=gpu, logger=logger).load_state_dict(state,
                                                                             where=str(path))
 
-    def _check_compatible(self, state: dict, path) -> None:
-        """Refuse a state that does not fit this trainer, before anything is changed: its
-        parts, env, policies, algorithm, store arrays, and the layout (names, shapes,
-        dtypes) of every learner's, the acting's, the statistics' and the RNGs' tensors."""
-        missing = [part for part in STATE_PARTS if part not in state]
-        if missing:
-            raise TrainError(f"{path} lacks {', '.join(missing)}: it is not a whole wd-teach "
-                             "training checkpoint.")
-        mine, theirs = self.config.env.name, state["env"]
-        if theirs != mine:
-            raise TrainError(f"{path} is a checkpoint of {theirs!r}, but this trainer runs "
-                             f"{mine!r}. Load it into a trainer of {theirs!r} "
-                             "(Trainer.from_checkpoint builds one from the checkpoint).")
-        groups = {g.name: list(g.agents) for g in self.groups}
-        if state["groups"] != groups:
-            raise TrainError(f"{path} holds policies {_describe(state['groups'])}, this trainer "
-                             f"has {_describe(groups)}: the same policies over the same "
-                             "agents are needed to go on.")
-        algorithm = state["config"]["algorithm"]["name"]
-        if algorithm != self.config.algorithm_name:
-            raise TrainError(f"{path} was trained with {algorithm}, this trainer runs "
-                             f"{self.config.algorithm_name}.")
-        self._check_store(state["store"], path)
-        for name in ("iteration", "env_steps"):
-            if not isinstance(state[name], int) or state[name] < 0:
-                raise TrainError(f"{path}: {name} is {state[name]!r}, not a count.")
-        if not isinstance(state["history"], list):
-            raise TrainError(f"{path}: the history is not a list of rows.")
-        mine_now = self.state_dict()
-        if set(state["learners"]) != set(self.learners):
-            raise TrainError(f"{path} has learners for {sorted(state['learners'])}, this "
-                             f"trainer for {sorted(self.learners)}.")
-        for name, learner in self.learners.items():
-            for part, value in mine_now["learners"][name].items():
-                key = f"learners.{name}.{part}"
-                theirs = state["learners"][name].get(part)
-                if part in learner.optimizer_names:
-                    _check_optimizer(getattr(learner, part), theirs, key, path)
-                else:
-                    _check_same_layout(value, theirs, key, path)
-        for part in ("acting", "stats", "generator", "torch_rng"):
-            _check_same_layout(mine_now[part], state[part], part, path)
-
-    def _check_store(self, arrays: dict, path) -> None:
-        """Every array of this trainer's store, and no other, of the same shape and dtype:
-        a checkpoint that lacks one would leave that part of the env as it is now."""
-        store = self.wrapper.store
-        wanted = {n for n in store.names if not n.endswith("_pristine")}
-        missing, extra = sorted(wanted - set(arrays)), sorted(set(arrays) - wanted)
-        if missing:
-            raise TrainError(f"{path} lacks the store array(s) {', '.join(missing)} that this "
-                             "trainer's env has: the checkpoint is incomplete or of another "
-                             "env version.")
-        if extra:
-            raise TrainError(f"{path} holds store array(s) {', '.join(extra)} that this "
-                             "trainer's env does not have: it is of another env or env "
-                             "version.")
-        for name in sorted(wanted):
-            array, have = arrays[name], store[name]
-            if not isinstance(array, torch.Tensor) or tuple(array.shape) != tuple(have.shape):
-                shape = tuple(array.shape) if isinstance(array, torch.Tensor) else "no tensor"
-                raise TrainError(f"{path} holds {name!r} of shape {shape}, this trainer "
-                                 f"{tuple(have.shape)}: the env's sizes differ (env.num_envs "
-                                 "or env.params).")
-            if array.dtype != have.dtype:
-                raise TrainError(f"{path} holds {name!r} as {array.dtype}, this trainer's "
-                                 f"store as {have.dtype}.")
-
     def __repr__(self) -> str:
         groups = ", ".join(f"{g.name} ({g.size} agents)" for g in self.groups)
         return (f"Trainer({self.config.env.name}, {self.config.algorithm_name}, "
                 f"{self.wrapper.num_envs} envs on {self.backend}, policies: {groups}, "
                 f"iteration {self.iteration})")
-
-
-@dataclass
-class Evaluation:
-    """What `Trainer.evaluate` found: per-group mean returns over each env's first
-    episode (`metrics`, keys as in the history), and the recorded frames of env 0."""
-
-    metrics: dict[str, float]
-    frames: dict[str, np.ndarray] = field(default_factory=dict)
-    num_envs: int = 0
-    greedy: bool = True
-    random: tuple[str, ...] = ()
-
-
-def _check_same_layout(mine, theirs, key: str, path) -> None:
-    """`theirs` has the layout of `mine`: the same dict keys and list lengths, tensors of
-    the same shape and dtype, other values of the same type. The message names the key."""
-    if isinstance(mine, torch.Tensor):
-        if not isinstance(theirs, torch.Tensor):
-            raise TrainError(f"{path}: {key} is {type(theirs).__name__}, a tensor is needed.")
-        if tuple(theirs.shape) != tuple(mine.shape) or theirs.dtype != mine.dtype:
-            raise TrainError(f"{path}: {key} is {tuple(theirs.shape)} {theirs.dtype}, this "
-                             f"trainer's {tuple(mine.shape)} {mine.dtype}{_hint(key)}.")
-    elif isinstance(mine, dict):
-        if not isinstance(theirs, dict):
-            raise TrainError(f"{path}: {key} is {type(theirs).__name__}, a dict is needed.")
-        lacks, extra = set(mine) - set(theirs), set(theirs) - set(mine)
-        if lacks or extra:
-            raise TrainError(f"{path}: {key} does not fit this trainer's: it lacks "
-                             f"{_names(lacks)} and has {_names(extra)} besides{_hint(key)}.")
-        for k, value in mine.items():
-            _check_same_layout(value, theirs[k], f"{key}.{k}", path)
-    elif isinstance(mine, (list, tuple)):
-        if not isinstance(theirs, (list, tuple)) or len(theirs) != len(mine):
-            raise TrainError(f"{path}: {key} does not have this trainer's {len(mine)} "
-                             "entries.")
-        for i, (value, other) in enumerate(zip(mine, theirs, strict=True)):
-            _check_same_layout(value, other, f"{key}.{i}", path)
-    elif mine is not None and type(theirs) is not type(mine):
-        raise TrainError(f"{path}: {key} is {theirs!r}, this trainer's is a "
-                         f"{type(mine).__name__}.")
-
-
-def _check_optimizer(optimizer: torch.optim.Optimizer, theirs, key: str, path) -> None:
-    """An optimiser state that fits: as many parameter groups and parameters, and per
-    parameter, moments of that parameter's shape. (A fresh optimiser has no moments yet,
-    so they are compared with the parameters, not with this optimiser's state.)"""
-    if not isinstance(theirs, dict) or not {"state", "param_groups"} <= set(theirs):
-        raise TrainError(f"{path}: {key} is not an optimiser state.")
-    groups = optimizer.param_groups
-    if [len(g["params"]) for g in theirs["param_groups"]] != [len(g["params"]) for g in groups]:
-        raise TrainError(f"{path}: {key} optimises other parameters than this trainer's "
-                         f"{_hint(key)}.")
-    params = dict(zip([i for g in theirs["param_groups"] for i in g["params"]],
-                      [p for g in groups for p in g["params"]], strict=True))
-    for index, moments in theirs["state"].items():
-        if index not in params:
-            raise TrainError(f"{path}: {key} has state for a parameter {index!r} it does not "
-                             "optimise.")
-        for name, value in moments.items():
-            if isinstance(value, torch.Tensor) and value.dim() and value.shape != params[
-                    index].shape:
-                raise TrainError(f"{path}: {key}.state.{index}.{name} is "
-                                 f"{tuple(value.shape)}, its parameter "
-                                 f"{tuple(params[index].shape)}{_hint(key)}.")
-
-
-def _hint(key: str) -> str:
-    """Why a learner's layout may differ: the usual cause, said after the facts."""
-    if key.startswith("learners."):
-        name = key.split(".")[1]
-        return (f": the policy {name!r} differs (policies.{name}.hidden or the algorithm's "
-                "settings)")
-    return ""
-
-
-def _names(keys: set) -> str:
-    """A few names for a message, or 'nothing'."""
-    shown = sorted(map(str, keys))
-    return ", ".join(shown[:6]) + (", ..." if len(shown) > 6 else "") if shown else "nothing"
-
-
-def _describe(groups: dict) -> str:
-    return ", ".join(f"{name} ({len(agents)} agents)" for name, agents in groups.items())

@@ -15,8 +15,15 @@ from dataclasses import dataclass
 import numpy as np
 from gymnasium import spaces
 
-from wd_teach.env import OBS, Env, EpisodeMetric, StateArray, Tolerance, require
-from wd_teach.launch import MAX_THREADS_PER_BLOCK
+from wd_teach.env import (
+    MAX_THREADS_PER_BLOCK,
+    OBS,
+    Env,
+    EpisodeMetric,
+    StateArray,
+    Tolerance,
+    require,
+)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 import numpy as np
 from numba import cuda
 
-from wd_teach.numba_index import agent_id, env_id
+from wd_teach.env import agent_id, env_id
 
 
 @cuda.jit(device=True)
