@@ -15,8 +15,8 @@ import numpy as np
 from numba import cuda
 
 import wd_teach
-from wd_teach.lessons.demo import DEMO_CUDA_C
 from wd_teach.exercises import cuda_c_check
+from wd_teach.lessons.demo import DEMO_CUDA_C
 from wd_teach.numba_index import agent_id, env_id
 
 

@@ -23,10 +23,10 @@ from exercise_answers import (
     without_pycuda,
 )
 
-from wd_teach.lessons.demo import DEMO_CUDA_C
-from wd_teach.lessons.demo import move as right_move
 from wd_teach.exercises import lesson_02, lesson_03, lesson_04, lesson_05, lesson_06
 from wd_teach.exercises.verdict import Verdict, not_yet, verdict_of
+from wd_teach.lessons.demo import DEMO_CUDA_C
+from wd_teach.lessons.demo import move as right_move
 
 #: Every two-language checker, with right answers in both languages.
 RIGHT_ANSWERS = {

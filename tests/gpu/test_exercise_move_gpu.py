@@ -5,9 +5,9 @@ run and rejected."""
 from exercise_answers import MOVE_C_WITHOUT_DT_OR_GUARD
 
 import wd_teach
+from wd_teach.exercises import lesson_02
 from wd_teach.lessons.demo import DEMO_CUDA_C
 from wd_teach.lessons.demo import move as right_move
-from wd_teach.exercises import lesson_02
 
 
 def test_a_right_move_runs_in_both_languages_and_its_verdict_is_true(capsys):
