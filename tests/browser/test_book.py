@@ -1,5 +1,8 @@
-"""The book in a real browser: its index links every lesson, and every lesson's page shows
-the figures its notebook made, every cell run, and no error.
+"""The book in a real browser: its index links every lesson, the table of contents on every
+page lists every lesson (read from notebooks/, so a new notebook is covered), search finds a
+lesson's words, every lesson's page shows the figures its notebook made, every cell run, and no
+error, and every page, lessons and documents alike, draws every image it has with nothing
+from the network (the Colab badge is a text link).
 
 The book is the one `scripts/book.sh` builds. CI builds it once, before the tests, and names
 it in WD_TEACH_BOOK; without that variable this test builds it into a temporary folder (every
@@ -19,6 +22,8 @@ from browser.lab_driver import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, browser_missi
 
 REPO = Path(__file__).resolve().parents[2]
 STEMS = [path.stem for path in sorted((REPO / "notebooks").glob("*.ipynb"))]
+#: The pages that are not lessons: the teacher's guide, docs/architecture.md, README's sections.
+DOCUMENTS = ["teaching", "architecture", "readme", "readme-the-book"]
 #: Error text in a stderr block: a traceback, or a line that names an exception.
 ERROR = re.compile(r"Traceback \(most recent call last\)|^\w*(Error|Exception)\b", re.MULTILINE)
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/svg+xml")
@@ -90,6 +95,31 @@ def expected_images(notebook: dict) -> int:
     return count
 
 
+def lesson_title(book: Path, stem: str) -> str:
+    """The lesson's heading, from the notebook the page was made from."""
+    notebook = json.loads((book / "notebooks" / f"{stem}.ipynb").read_text(encoding="utf-8"))
+    return next("".join(c["source"]).splitlines()[0][2:].strip() for c in notebook["cells"]
+                if c["cell_type"] == "markdown" and "".join(c["source"]).startswith("# "))
+
+
+def assert_every_image_drawn(page, where: str) -> None:
+    """Every <img> on the page decoded and drawn, none of them from the network."""
+    images = page.locator("img")
+    sizes = images.evaluate_all("images => images.map(i => [i.complete, i.naturalWidth, i.src])")
+    assert all(done and width > 0 for done, width, _ in sizes), (
+        f"{where}: an image is not drawn: {[src[:80] for d, w, src in sizes if not (d and w)]}")
+    assert not [src for _, _, src in sizes if src.startswith("http")], f"{where}: a remote image"
+
+
+def assert_sidebar_lists_every_lesson(page, where: str) -> None:
+    hrefs = page.locator("aside.book-side .toc a").evaluate_all(
+        "links => links.map(a => a.getAttribute('href'))")
+    lessons = [href.removesuffix(".html") for href in hrefs if re.match(r"\d\d_", href)]
+    assert lessons == STEMS, f"{where}: the table of contents lists {lessons}, not {STEMS}"
+    for name in DOCUMENTS:
+        assert f"{name}.html" in hrefs, f"{where}: the table of contents has no {name}.html"
+
+
 def test_the_index_links_every_lesson_and_the_teachers_guide(book, browser):
     page, fetched, errors = open_page(browser, book / "index.html")
     try:
@@ -98,26 +128,71 @@ def test_the_index_links_every_lesson_and_the_teachers_guide(book, browser):
                 links.evaluate_all("links => links.map(a => a.getAttribute('href'))")] == STEMS
         assert all(re.match(r"\d\d · \S", text) for text in links.all_inner_texts())
         assert page.locator(".lesson", has_text="In this lesson you will").count() == len(STEMS)
+        assert_sidebar_lists_every_lesson(page, "index.html")
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "book-index.png"))
         page.locator("a", has_text="the teacher's guide").click()
         page.wait_for_load_state()
         assert page.locator("h1").inner_text().strip() == "Teaching with wd-teach"
-        assert page.locator("a[href='07_training.html']").count() >= 1
+        assert page.locator("main a[href='07_training.html']").count() >= 1
         assert fetched == [] and errors == []
     finally:
         page.close()
     print(f"\nscreenshot: {ARTIFACTS / 'book-index.png'}")
 
 
+def test_search_finds_a_word_of_lesson_09(book, browser):
+    """A word of lesson 09's title, typed into the search box, gives a result on lesson 09's
+    page, and following it opens that page."""
+    stem = next(stem for stem in STEMS if stem.startswith("09_"))
+    word = max(re.findall(r"[A-Za-z]{4,}", lesson_title(book, stem)), key=len)
+    page, fetched, errors = open_page(browser, book / "index.html")
+    try:
+        page.locator("#book-search").fill(word)
+        hits = page.locator(f"#book-results a[href^='{stem}.html']")
+        hits.first.wait_for(timeout=10_000)
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "book-search.png"))
+        hits.first.click()
+        page.wait_for_load_state()
+        assert page.url.split("/")[-1].startswith(f"{stem}.html")
+        assert page.locator("h1").first.inner_text().strip() == lesson_title(book, stem)
+        assert fetched == [] and errors == []
+    finally:
+        page.close()
+
+
+def test_the_lessons_link_each_other_where_they_name_each_other(book, browser):
+    """Cross-references: "lesson 03" or "03_sampler" in a lesson's text is a link to that
+    lesson's page (the table of contents and the bars aside)."""
+    linking = []
+    for stem in STEMS:
+        text = (book / f"{stem}.html").read_text(encoding="utf-8")
+        body = re.sub(r"<aside.*?</aside>|<nav.*?</nav>", "", text, flags=re.DOTALL)
+        if set(re.findall(r'<a href="(\d\d_\w+)\.html"', body)) - {stem}:
+            linking.append(stem)
+    assert len(linking) >= len(STEMS) // 2, f"only {linking} link another lesson"
+
+
+@pytest.mark.parametrize("name", DOCUMENTS)
+def test_every_document_page_reads_offline(book, browser, name):
+    page, fetched, errors = open_page(browser, book / f"{name}.html")
+    try:
+        assert page.locator("main h1").count() == 1
+        assert_sidebar_lists_every_lesson(page, f"{name}.html")
+        assert_every_image_drawn(page, f"{name}.html")
+        assert fetched == [] and errors == [], f"{name}: {fetched} {errors}"
+    finally:
+        page.close()
+
+
 @pytest.mark.parametrize("stem", STEMS)
 def test_every_page_shows_its_figures_and_no_error(book, browser, stem):
     notebook = json.loads((book / "notebooks" / f"{stem}.ipynb").read_text(encoding="utf-8"))
-    title = next("".join(c["source"]).splitlines()[0][2:] for c in notebook["cells"]
-                 if c["cell_type"] == "markdown" and "".join(c["source"]).startswith("# "))
     page, fetched, errors = open_page(browser, book / f"{stem}.html")
     try:
-        assert page.locator("h1").first.inner_text().strip() == title.strip()
+        assert page.locator("h1").first.inner_text().strip() == lesson_title(book, stem)
+        assert_sidebar_lists_every_lesson(page, f"{stem}.html")
         # Every code cell ran: no "[ ]:" prompt left.
         prompts = page.locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()
         assert prompts and not [p for p in prompts if re.fullmatch(r"\[\s*\]:", p.strip())]
@@ -130,6 +205,10 @@ def test_every_page_shows_its_figures_and_no_error(book, browser, stem):
         assert all(done and width > 0 for done, width in sizes), f"{stem}: an image did not load"
         assert all(src.startswith("data:image/") for src in images.evaluate_all(
             "images => images.map(i => i.getAttribute('src') || 'data:image/ (set by script)')"))
+        assert_every_image_drawn(page, f"{stem}.html")
+        # Offline, the Colab badge is words: a link that says Colab, no picture to break.
+        colab = page.locator("a[href*='colab.research.google.com']")
+        assert colab.count() >= 1 and "Colab" in colab.first.inner_text()
         # No error: no error output, no traceback or exception in what went to stderr.
         assert not [o for c in notebook["cells"] for o in c.get("outputs", [])
                     if o["output_type"] == "error"]
@@ -138,9 +217,9 @@ def test_every_page_shows_its_figures_and_no_error(book, browser, stem):
         assert shown == [], f"{stem} shows an error on stderr: {shown[0][:300] if shown else ''}"
         assert not [t for t in page.locator(".jp-OutputArea-output").all_inner_texts()
                     if "Traceback (most recent call last)" in t]
-        # Offline: the page asked the network for no script (the Colab badge, an image, and
-        # the icon font of matplotlib's animation controls, a stylesheet, may be missing).
-        assert [url for kind, url in fetched if kind not in ("image", "stylesheet", "font")] == []
+        # Offline: the page asked the network for no script and no image (the icon font of
+        # matplotlib's animation controls, a stylesheet, may be missing).
+        assert [url for kind, url in fetched if kind not in ("stylesheet", "font")] == []
         assert errors == [], f"{stem}: the page's scripts failed: {errors}"
         if stem == "07_training":
             curve = images.first
