@@ -30,7 +30,7 @@ from wd_teach.exercises.verdict import Verdict, verdict_of
 from wd_teach.fundamentals import measure, reference
 
 #: Sizes that are not multiples of a block or a tile, so that guards are needed.
-ROWS, TILE_ROWS, TILE_COLS, ENVS = 70, 40, 70, 100
+ROWS, TILE_ROWS, TILE_COLS, ENVS = 70, 20, 40, 100
 
 
 def check_sum_columns(numba_kernel, cuda_c_source, backend) -> Verdict:

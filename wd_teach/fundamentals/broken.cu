@@ -19,10 +19,11 @@ extern "C" __global__ void count_lost(int* count) {
   if (threadIdx.x == 0) count[0] = seen[0];
 }
 
-// synccheck: a barrier that only half of the block reaches.
-extern "C" __global__ void barrier_divergent(float* out) {
-  if (threadIdx.x < blockDim.x / 2) {
-    __syncthreads();  // the other half never arrives
+// synccheck: a barrier inside the guard, which the spare threads past the last agent never
+// reach (lesson 05's spacing bug); the warp that holds the last agent is split by it.
+extern "C" __global__ void barrier_divergent(float* out, int num_agents) {
+  if (threadIdx.x < num_agents) {
+    __syncthreads();  // the spare threads never arrive
   }
   out[threadIdx.x] = 1.0f;
 }

@@ -26,7 +26,7 @@ def count_lost(count):
 
 
 @cuda.jit
-def barrier_divergent(out):
-    if cuda.threadIdx.x < cuda.blockDim.x // 2:
-        cuda.syncthreads()  # the other half never arrives
+def barrier_divergent(out, num_agents):
+    if cuda.threadIdx.x < num_agents:
+        cuda.syncthreads()  # the spare threads never arrive
     out[cuda.threadIdx.x] = np.float32(1.0)

@@ -187,3 +187,25 @@ def bank_conflict_ways(row_floats: int) -> int:
     rows `row_floats` floats long (lane k at float k * row_floats): 1 is no conflict."""
     banks = [(lane * row_floats) % BANKS for lane in range(WARP)]
     return max(banks.count(b) for b in set(banks))
+
+
+# The lesson's tables.
+
+def bandwidth_row(label: str, fn, nbytes: int, device, ceiling: float | None) -> dict:
+    """One row of a bandwidth table: `fn`'s median time, its GB/s, and the share of the copy's
+    GB/s (`ceiling`) that is."""
+    seconds = median_seconds(fn, device)
+    rate = gb_per_s(nbytes, seconds)
+    return {"kernel": label, "ms": f"{seconds * 1e3:.3f}", "GB/s": f"{rate:,.0f}",
+            "% of copy": f"{100 * rate / ceiling:.0f}%" if ceiling else "-"}
+
+
+def show_table(rows: list[dict]) -> None:
+    """Print rows of the same keys as an aligned table."""
+    if not rows:
+        return
+    keys = list(rows[0])
+    widths = {k: max(len(k), *(len(str(r[k])) for r in rows)) for k in keys}
+    print("  ".join(k.rjust(widths[k]) for k in keys))
+    for row in rows:
+        print("  ".join(str(row[k]).rjust(widths[k]) for k in keys))

@@ -125,7 +125,7 @@ def _transpose(name):
 RUNS = {
     "write_unguarded": lambda k, f, c: k.launch("write_unguarded", 2, 256, f[:300], 300),
     "count_lost": lambda k, f, c: k.launch("count_lost", 1, 256, c),
-    "barrier_divergent": lambda k, f, c: k.launch("barrier_divergent", 1, 64, f),
+    "barrier_divergent": lambda k, f, c: k.launch("barrier_divergent", 1, 64, f, 50),
     "sum_rows": lambda k, f, c: k.launch("sum_rows", 2, 256, f[:3000], f[3000:], 300, 10),
     "sum_columns": lambda k, f, c: k.launch("sum_columns", 2, 256, f[:3000], f[3000:], 300,
                                             10),
