@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-from functools import partial
 
 import numpy as np
 import torch
@@ -124,12 +123,17 @@ def check_occupancy(blocks_per_sm) -> bool:
     binds."""
     cases = [(30, 1024, 0), (64, 1024, 0), (32, 1, 0), (40, 256, 0), (16, 128, 48 * 1024),
              (255, 256, 0), (20, 96, 0)]
-    for regs, threads, shared in cases:
+    for case in cases:
+        regs, threads, shared = case
         want = measure.occupancy(regs, threads, shared, measure.H100)
-        got = run_learner_code(partial(blocks_per_sm, regs, threads, shared, measure.H100),
-                               "blocks_per_sm", "it takes (registers_per_thread, "
-                               "threads_per_block, shared_per_block, limits).", None)
+        answer = run_learner_code(lambda: (blocks_per_sm(*case, measure.H100),),  # noqa: B023
+                                  "blocks_per_sm", "it takes (registers_per_thread, "
+                                  "threads_per_block, shared_per_block, limits).", None)
+        if answer is None:  # it raised, and run_learner_code said what
+            return False
+        got = answer[0]
         if got is None:
+            print("blocks_per_sm returned None: write it, and return a whole number.")
             return False
         if got != want.blocks_per_sm:
             print(f"blocks_per_sm({regs}, {threads}, {shared}) gave {got}; an H100 holds "
