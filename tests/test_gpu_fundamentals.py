@@ -191,3 +191,18 @@ def test_every_kernel_has_a_run_and_every_broken_one_a_tool():
     assert set(sanitizer.FINDS) == set(sanitizer.BROKEN) <= set(sanitizer.RUNS)
     lesson = {n for n in vars(kernels_numba) if hasattr(getattr(kernels_numba, n), "py_func")}
     assert lesson - {"fall"} <= set(sanitizer.RUNS)
+
+
+def test_an_unwritten_blocks_per_sm_is_told_to_return_a_number(capsys):
+    assert not lesson_10.check_occupancy(lambda regs, threads, shared, limits: None)
+    assert "returned None" in capsys.readouterr().out
+
+
+def test_a_report_lists_the_tools_findings_without_its_summary():
+    output = ("========= COMPUTE-SANITIZER\n"
+              "========= Invalid __global__ write of size 4 bytes\n"
+              "=========     at write_unguarded+0x70\n"
+              "========= ERROR SUMMARY: 1 error\n")
+    report = sanitizer.Report("memcheck", "write_unguarded", sanitizer.errors_in(output), output)
+    assert report.errors == 1
+    assert report.findings == ["Invalid __global__ write of size 4 bytes"]
