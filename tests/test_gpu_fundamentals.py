@@ -206,3 +206,15 @@ def test_a_report_lists_the_tools_findings_without_its_summary():
     report = sanitizer.Report("memcheck", "write_unguarded", sanitizer.errors_in(output), output)
     assert report.errors == 1
     assert report.findings == ["Invalid __global__ write of size 4 bytes"]
+
+
+def test_nsight_computes_metric_lines_are_picked_out(tmp_path, monkeypatch):
+    fake = tmp_path / "ncu"
+    fake.write_text("#!/bin/sh\necho '==PROF== Connected'\n"
+                    "echo '    l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum  sector  40'\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(sanitizer.shutil, "which", lambda name: str(fake))
+    assert sanitizer.nsight_compute("sum_rows") == (
+        "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum  sector  40")
+    monkeypatch.setattr(sanitizer.shutil, "which", lambda name: None)
+    assert "not on this machine" in sanitizer.nsight_compute("sum_rows")

@@ -1,4 +1,5 @@
-"""compute-sanitizer: find it, run one of lesson 10's kernels under it, read its verdict.
+"""compute-sanitizer: find it, run one of lesson 10's kernels under it, read its verdict
+(and Nsight Compute's counters for a kernel, where ncu is here).
 
 compute-sanitizer runs a program with every memory access and barrier of its kernels watched:
 `memcheck` (the default) reports reads and writes outside any allocation, `racecheck` shared
@@ -140,6 +141,28 @@ BROKEN = ("write_unguarded", "count_lost", "barrier_divergent")
 #: The tool that finds each broken kernel's bug.
 FINDS = {"write_unguarded": "memcheck", "count_lost": "racecheck",
          "barrier_divergent": "synccheck"}
+
+
+#: Nsight Compute's counters for coalescing: sectors fetched per load request (4 is one
+#: 128-byte line per warp; 32 is a sector per lane), and DRAM throughput.
+NCU_METRICS = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+               "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+               "dram__throughput.avg.pct_of_peak_sustained_elapsed")
+
+
+def nsight_compute(kernel: str, backend: str = "numba") -> str:
+    """Nsight Compute's (ncu's) NCU_METRICS for one launch of `kernel` (one of RUNS), as ncu
+    prints them; what it said instead where it could not (it often needs the right to read
+    the GPU's counters: ERR_NVGPUCTRPERM)."""
+    ncu = shutil.which("ncu")
+    if ncu is None:
+        return "ncu (Nsight Compute) is not on this machine."
+    command = [ncu, "--metrics", ",".join(NCU_METRICS), "--kernel-name", f"regex:{kernel}",
+               sys.executable, "-m", __name__, kernel, "--backend", str(backend)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=TIME_LIMIT)
+    lines = (done.stdout + done.stderr).splitlines()
+    found = [line.strip() for line in lines if any(m in line for m in NCU_METRICS)]
+    return "\n".join(found or lines[-5:])
 
 
 def save(backend: str = "pycuda") -> Path:
