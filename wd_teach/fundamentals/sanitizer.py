@@ -93,9 +93,16 @@ def sanitize(kernel: str, tool: str = "memcheck", backend: str = "numba") -> Rep
             "`python -m pip install nvidia-cuda-sanitizer-api` (it needs an NVIDIA GPU).")
     command = [sanitizer, "--tool", tool, sys.executable, "-m", __name__, kernel,
                "--backend", str(backend)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=TIME_LIMIT)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=TIME_LIMIT,
+                          env={**os.environ, **EXACT_ALLOCATIONS})
     output = done.stdout + done.stderr
     return Report(tool, kernel, errors_in(output), output)
+
+
+#: torch keeps freed memory and hands out pieces of large blocks, so a write past the end of
+#: a tensor usually lands in memory torch holds, where memcheck sees nothing wrong. Without
+#: the cache every tensor is an allocation of its own, as memcheck needs.
+EXACT_ALLOCATIONS = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
 
 
 # What the program under the tool runs: each kernel once, at a small size.
@@ -124,7 +131,9 @@ def _transpose(name):
 
 #: Each kernel's launch: (kernels, 4,096 floats, one int) -> None.
 RUNS = {
-    "write_unguarded": lambda k, f, c: k.launch("write_unguarded", 2, 256, f[:300], 300),
+    # its own 300 floats, allocated last (nothing after them), and 2,048 threads writing
+    "write_unguarded": lambda k, f, c: k.launch("write_unguarded", 8, 256, f.new_zeros(300),
+                                                300),
     "count_lost": lambda k, f, c: k.launch("count_lost", 1, 256, c),
     "barrier_divergent": lambda k, f, c: k.launch("barrier_divergent", 1, 64, f, 50),
     "sum_rows": lambda k, f, c: k.launch("sum_rows", 2, 256, f[:3000], f[3000:], 300, 10),
