@@ -18,6 +18,8 @@ import wd_teach_envs
 from wd_teach import cuda_c
 from wd_teach.backends.numba import is_numba_kernel as _is_numba_kernel
 from wd_teach.env.registry import find_env, shipped_envs
+from wd_teach.fundamentals import broken_numba as fundamentals_broken_numba
+from wd_teach.fundamentals import kernels_numba as fundamentals_numba
 from wd_teach.reset import kernels_numba as reset_numba
 from wd_teach.rng import kernels_numba as rng_numba
 from wd_teach.sampler import kernels_numba as sampler_numba
@@ -35,6 +37,8 @@ LAYERS = {
     "sampler": (PACKAGE / "sampler" / "kernels.cu", sampler_numba),
     "reset": (PACKAGE / "reset" / "kernels.cu", reset_numba),
     "_tag": (TAG / "tag.cu", tag_numba),
+    "fundamentals": (PACKAGE / "fundamentals" / "kernels.cu", fundamentals_numba),
+    "fundamentals (broken)": (PACKAGE / "fundamentals" / "broken.cu", fundamentals_broken_numba),
 }
 
 _DEVICE = re.compile(r"__device__\s+(?:__forceinline__\s+)?([\w ]+?)\s+(\w+)\s*\(([^)]*)\)")

@@ -19,16 +19,12 @@ from __future__ import annotations
 import ast
 import inspect
 import re
-import shutil
 import subprocess
 import sys
 import textwrap
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
-
-from wd_teach.device import nvcc_path
 
 NO_BARRIER = ("there is no barrier between the move and the reads, so an agent can read a "
               "neighbour's position before that neighbour has moved (or half-way through). Put "
@@ -145,12 +141,11 @@ SANITIZER_TIME_LIMIT = 300
 
 
 def compute_sanitizer() -> str | None:
-    """Where compute-sanitizer is (on the PATH, or beside nvcc), or None."""
-    found = shutil.which("compute-sanitizer")
-    if found is None and nvcc_path() is not None:
-        beside = Path(nvcc_path()).resolve().parent / "compute-sanitizer"
-        found = str(beside) if beside.exists() else None
-    return found
+    """Where compute-sanitizer is, or None: lesson 10's finder (the PATH, $CUDA_HOME, beside
+    nvcc, /usr/local/cuda*/bin, NVIDIA's pip wheel)."""
+    from wd_teach.fundamentals.sanitizer import find_compute_sanitizer
+
+    return find_compute_sanitizer()
 
 
 def synccheck(script: str, *args: str, stdin: str = "") -> list[str] | str:

@@ -1,0 +1,106 @@
+"""On a GPU, lesson 10's kernels run under both backends and give NumPy's answers, the
+measurements come out in sensible ranges, the checkers give a true verdict to the lesson's
+solutions, and compute-sanitizer finds nothing in the lesson's kernels and the bug of each
+broken one (memcheck the unguarded write, racecheck the lost count, synccheck the divergent
+barrier). Only the sanitizer's tests skip, with the reason, where it is not found."""
+
+from functools import partial
+
+import numpy as np
+import pytest
+import torch
+
+import wd_teach
+from wd_teach.exercises import lesson_10
+from wd_teach.fundamentals import kernels_numba, measure, reference, sanitizer
+
+BACKENDS = ["pycuda", "numba"]
+KERNELS_CU = measure.__file__.replace("measure.py", "kernels.cu")
+needs_sanitizer = pytest.mark.skipif(sanitizer.find_compute_sanitizer() is None,
+                                     reason="compute-sanitizer is not on this machine (CUDA "
+                                            "toolkit, or pip's nvidia-cuda-sanitizer-api)")
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def kernels(request):
+    assert request.param in wd_teach.discover().backends, f"{request.param} is not usable here"
+    return measure.Kernels(request.param)
+
+
+def test_the_row_sums_and_their_bandwidth(kernels):
+    actions = 10
+    rows = measure.past_the_cache(actions << 20, "cuda") // actions
+    probs = torch.rand(rows, actions, device="cuda")
+    sums = torch.zeros(rows, device="cuda")
+    ceiling = measure.copy_ceiling(probs.nbytes, "cuda")
+    rates = {}
+    for name, data in (("sum_rows", probs), ("sum_columns", probs.T.contiguous())):
+        launch = partial(kernels.launch, name, measure.blocks_for(rows, 256), 256,
+                         data.reshape(-1), sums, rows, actions)
+        launch()
+        assert np.allclose(sums.cpu().numpy(), reference.sum_rows(probs.cpu().numpy()),
+                           rtol=1e-4)
+        rates[name] = measure.gb_per_s(probs.nbytes + sums.nbytes,
+                                       measure.median_seconds(launch, "cuda"))
+    assert 0 < rates["sum_rows"] and rates["sum_columns"] < 1.5 * ceiling
+    print(kernels.backend, {k: round(v) for k, v in rates.items()}, "copy", round(ceiling))
+
+
+@pytest.mark.parametrize("name", ["transpose_naive", "transpose_tiled", "transpose_padded"])
+def test_the_transposes(kernels, name):
+    src = torch.rand(1000, 700, device="cuda")
+    dst = torch.empty(src.numel(), device="cuda")
+    kernels.launch(name, (measure.blocks_for(700, 32), measure.blocks_for(1000, 32)),
+                   (32, 32), src.reshape(-1), dst, 1000, 700)
+    assert torch.equal(dst.reshape(700, 1000), src.T)
+
+
+@pytest.mark.parametrize("name, grid, block", [("push_cart_per_block", 100_000, 1),
+                                               ("push_carts", 64, 256)])
+def test_the_carts(kernels, name, grid, block):
+    state = torch.rand(100_000, 4, device="cuda") - 0.5
+    want = reference.push_carts(state.cpu().numpy(), 0.02)
+    kernels.launch(name, grid, block, state.reshape(-1), 0.02, 100_000)
+    assert np.allclose(state.cpu().numpy(), want, atol=1e-5)
+
+
+def test_registers_and_occupancy_are_read_from_the_compiled_kernels(kernels):
+    state = torch.zeros(4 * 64, device="cuda")
+    kernels.launch("push_carts", 1, 64, state, 0.02, 64)
+    regs = measure.registers(kernels, "push_carts")
+    assert 0 < regs <= 255
+    occ = measure.occupancy(regs, 256, 0, measure.card_limits())
+    assert 0 < occ.fraction <= 1
+
+
+def test_the_solutions_verdicts_are_true_with_both_halves_run():
+    text = open(KERNELS_CU).read()
+    header = "#define TILE 32\n#define GRAVITY 9.8f\n#define POLE_HALF_LENGTH 0.5f\n"
+    from wd_teach.show import cuda_function
+
+    for check, kernel, extra in ((lesson_10.check_sum_columns, kernels_numba.sum_columns, ""),
+                                 (lesson_10.check_padded_transpose,
+                                  kernels_numba.transpose_padded, ""),
+                                 (lesson_10.check_grid_stride, kernels_numba.push_carts,
+                                  cuda_function(text, "fall"))):
+        name = kernel.py_func.__name__
+        source = header + extra + "\n" + cuda_function(text, name)
+        assert check(kernel, source, "pycuda"), name
+
+
+@needs_sanitizer
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kernel", sorted(set(sanitizer.RUNS) - set(sanitizer.BROKEN)))
+def test_the_lessons_kernels_are_clean_under_every_tool(kernel, backend):
+    for tool in sanitizer.TOOLS:
+        report = sanitizer.sanitize(kernel, tool, backend)
+        assert report.errors == 0, report.output[-2000:]
+        assert f"launched {kernel}" in report.output
+
+
+@needs_sanitizer
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kernel", sanitizer.BROKEN)
+def test_each_broken_kernel_is_found_by_its_tool(kernel, backend):
+    report = sanitizer.sanitize(kernel, sanitizer.FINDS[kernel], backend)
+    assert report.errors and report.errors > 0, report.output[-3000:]

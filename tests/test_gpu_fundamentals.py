@@ -1,0 +1,220 @@
+"""Lesson 10's kernels and checkers on the CPU (Numba's simulator; CUDA C through nvcc where
+it is here): the kernels give the NumPy reference's answers, the measurements' arithmetic
+is right, and each checker refuses the known-wrong answer (a strided read handed in as the
+coalesced one, an unpadded tile, a kernel without its grid-stride loop, a wrong occupancy)."""
+
+import numpy as np
+import pytest
+import torch
+from exercise_answers import without_pycuda
+from numba import cuda, float32
+
+import wd_teach
+from wd_teach.device import nvcc_path
+from wd_teach.exercises import lesson_10
+from wd_teach.fundamentals import kernels_numba, measure, reference, sanitizer
+from wd_teach.show import cuda_function
+
+KERNELS_CU = (measure.__file__.rsplit("/", 1)[0]) + "/kernels.cu"
+HEADER = "#define TILE 32\n#define GRAVITY 9.8f\n#define POLE_HALF_LENGTH 0.5f\n"
+
+
+def cuda_c(name: str, rename: str | None = None) -> str:
+    """One kernel of kernels.cu as a learner would hand it in (optionally under another
+    name), with what it needs above it."""
+    text = open(KERNELS_CU).read()
+    needs = cuda_function(text, "fall") + "\n" if "carts" in name or "cart_" in name else ""
+    body = cuda_function(text, name)
+    return HEADER + needs + (body.replace(name, rename) if rename else body)
+
+
+@pytest.fixture(scope="module")
+def kernels():
+    return measure.Kernels("numba")
+
+
+def test_the_row_sums_read_either_layout_and_give_the_reference(kernels):
+    probs = np.random.default_rng(0).random((70, 10), dtype=np.float32)
+    for name, array in (("sum_rows", probs), ("sum_columns", probs.T.copy())):
+        sums = torch.zeros(70)
+        kernels.launch(name, 3, 32, torch.from_numpy(array).reshape(-1), sums, 70, 10)
+        assert np.allclose(sums.numpy(), reference.sum_rows(probs))
+
+
+@pytest.mark.parametrize("name", ["transpose_naive", "transpose_tiled", "transpose_padded"])
+def test_every_transpose_gives_the_reference(kernels, name):
+    src = np.random.default_rng(1).random((40, 70), dtype=np.float32)
+    dst = torch.zeros(src.size)
+    kernels.launch(name, (3, 2), (32, 32), torch.from_numpy(src).reshape(-1), dst, 40, 70)
+    assert np.array_equal(dst.numpy().reshape(70, 40), reference.transpose(src))
+
+
+@pytest.mark.parametrize("name, grid, block", [("push_cart_per_block", 50, 1),
+                                               ("push_carts", 2, 8)])
+def test_both_cart_kernels_move_every_env_once(kernels, name, grid, block):
+    state = np.random.default_rng(2).uniform(-0.2, 0.2, (50, 4)).astype(np.float32)
+    moved = torch.from_numpy(state.copy())
+    kernels.launch(name, grid, block, moved.reshape(-1), 0.02, 50)
+    assert np.allclose(moved.numpy(), reference.push_carts(state, 0.02), atol=1e-6)
+
+
+def test_occupancy_names_the_limit_that_binds():
+    assert measure.occupancy(30, 1024) == measure.Occupancy(2, 64, 1.0, "threads")
+    assert measure.occupancy(64, 1024).limiter == "registers"  # half the warps
+    assert measure.occupancy(64, 1024).fraction == 0.5
+    assert measure.occupancy(32, 1).limiter == "blocks"  # CartPole's blocks of one thread
+    assert measure.occupancy(16, 128, 100 * 1024).limiter == "shared memory"
+
+
+def test_a_column_of_a_32_float_tile_is_one_bank_and_a_padded_one_spans_all():
+    assert measure.bank_conflict_ways(32) == 32
+    assert measure.bank_conflict_ways(33) == 1
+    assert measure.bank_conflict_ways(10) == 2  # the sampler's rows of 10 actions
+
+
+@pytest.mark.skipif(nvcc_path() is None, reason="nvcc is not on this machine")
+def test_the_ptx_shows_the_padded_tile_and_launch_bounds():
+    ptx = wd_teach.cuda_c.ptx(KERNELS_CU)
+    assert measure.ptx_registers_and_bounds(ptx, "transpose_tiled")["shared_bytes"] == [4096]
+    assert measure.ptx_registers_and_bounds(ptx, "transpose_padded")["shared_bytes"] == [4224]
+    bounded = "extern \"C\" __global__ void __launch_bounds__(256) k(float* x) { x[0] = 1; }"
+    assert measure.ptx_registers_and_bounds(wd_teach.cuda_c.ptx(bounded), "k")["maxntid"] == 256
+
+
+# The checkers: the lesson's solutions pass here, the known-wrong answers do not.
+
+@cuda.jit
+def sum_columns(probs_t, sums, num_rows, num_actions):
+    """Known wrong: the strided (row-major) index, handed in as the coalesced kernel."""
+    row = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if row >= num_rows:
+        return
+    total = float32(0.0)
+    for action in range(num_actions):
+        total += probs_t[row * num_actions + action]
+    sums[row] = total
+
+
+TILE = 32
+
+
+@cuda.jit
+def transpose_padded(src, dst, rows, cols):
+    """Known wrong: right answers, through an unpadded tile (a 32-way bank conflict)."""
+    tile = cuda.shared.array((TILE, TILE), float32)
+    col = cuda.blockIdx.x * TILE + cuda.threadIdx.x
+    row = cuda.blockIdx.y * TILE + cuda.threadIdx.y
+    if row < rows and col < cols:
+        tile[cuda.threadIdx.y, cuda.threadIdx.x] = src[row * cols + col]
+    cuda.syncthreads()
+    col = cuda.blockIdx.y * TILE + cuda.threadIdx.x
+    row = cuda.blockIdx.x * TILE + cuda.threadIdx.y
+    if row < cols and col < rows:
+        dst[row * rows + col] = tile[cuda.threadIdx.x, cuda.threadIdx.y]
+
+
+@cuda.jit
+def push_carts(state, dt, num_envs):
+    """Known wrong: one env per thread, no grid-stride loop."""
+    env = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if env < num_envs:
+        kernels_numba.fall(state, env, dt)
+
+
+def test_the_solutions_pass_where_they_run(monkeypatch):
+    without_pycuda(monkeypatch)  # the CUDA C half cannot run: no verdict on the whole
+    for check, kernel in ((lesson_10.check_sum_columns, kernels_numba.sum_columns),
+                          (lesson_10.check_padded_transpose, kernels_numba.transpose_padded),
+                          (lesson_10.check_grid_stride, kernels_numba.push_carts)):
+        verdict = check(kernel, cuda_c(kernel.py_func.__name__), "numba")
+        assert verdict.passed_here and verdict.right == ("Numba kernel",)
+        assert not verdict  # the CUDA C half did not run: no verdict on the whole
+
+
+def test_a_strided_read_is_not_the_coalesced_one(capsys):
+    verdict = lesson_10.check_sum_columns(sum_columns, cuda_c("sum_columns"), "numba")
+    assert verdict.wrong == ("Numba kernel",)
+    assert "row-major (strided)" in capsys.readouterr().out
+
+
+def test_an_unpadded_tile_is_refused_in_both_languages(capsys):
+    unpadded = cuda_c("transpose_tiled", rename="transpose_padded")
+    verdict = lesson_10.check_padded_transpose(transpose_padded, unpadded, "numba")
+    assert "Numba kernel" in verdict.wrong
+    if nvcc_path() is not None:  # CUDA C's tile is measured in its PTX
+        assert "CUDA C kernel" in verdict.wrong
+    assert "32-way conflict" in capsys.readouterr().out
+
+
+def test_a_kernel_without_the_grid_stride_loop_leaves_envs_unmoved(capsys):
+    verdict = lesson_10.check_grid_stride(push_carts, cuda_c("push_carts"), "numba")
+    assert verdict.wrong == ("Numba kernel",)
+    assert "36 of 100 environments are wrong" in capsys.readouterr().out
+
+
+def test_the_occupancy_checker_takes_the_right_rule_and_refuses_a_wrong_one():
+    assert lesson_10.check_occupancy(
+        lambda regs, threads, shared, limits: measure.occupancy(
+            regs, threads, shared, limits).blocks_per_sm)
+    assert not lesson_10.check_occupancy(lambda regs, threads, shared, limits: 65536 // (
+        regs * threads))
+
+
+# compute-sanitizer: finding it, and reading its summary.
+
+def test_the_sanitizers_summary_is_read_for_every_tool():
+    assert sanitizer.errors_in("========= ERROR SUMMARY: 3 errors\n") == 3
+    assert sanitizer.errors_in("========= ERROR SUMMARY: 0 errors\n") == 0
+    assert sanitizer.errors_in("========= RACECHECK SUMMARY: 1 hazard displayed (1 error, "
+                               "0 warnings)\n") == 1
+    assert sanitizer.errors_in("python: not found") is None
+
+
+def test_compute_sanitizer_is_found_in_a_pip_wheel(tmp_path, monkeypatch):
+    tool = tmp_path / "nvidia" / "cu13" / "bin" / "compute-sanitizer"
+    tool.parent.mkdir(parents=True)
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    monkeypatch.setattr(sanitizer.sysconfig, "get_paths", lambda: {"purelib": str(tmp_path)})
+    monkeypatch.setattr(sanitizer.glob, "glob", _only_under(tmp_path, sanitizer.glob.glob))
+    assert sanitizer.find_compute_sanitizer() == str(tool)
+
+
+def _only_under(root, glob):
+    return lambda pattern: glob(pattern) if pattern.startswith(str(root)) else []
+
+
+def test_every_kernel_has_a_run_and_every_broken_one_a_tool():
+    assert set(sanitizer.FINDS) == set(sanitizer.BROKEN) <= set(sanitizer.RUNS)
+    lesson = {n for n in vars(kernels_numba) if hasattr(getattr(kernels_numba, n), "py_func")}
+    assert lesson - {"fall"} <= set(sanitizer.RUNS)
+
+
+def test_an_unwritten_blocks_per_sm_is_told_to_return_a_number(capsys):
+    assert not lesson_10.check_occupancy(lambda regs, threads, shared, limits: None)
+    assert "returned None" in capsys.readouterr().out
+
+
+def test_a_report_lists_the_tools_findings_without_its_summary():
+    output = ("========= COMPUTE-SANITIZER\n"
+              "========= Invalid __global__ write of size 4 bytes\n"
+              "=========     at write_unguarded+0x70\n"
+              "========= ERROR SUMMARY: 1 error\n")
+    report = sanitizer.Report("memcheck", "write_unguarded", sanitizer.errors_in(output), output)
+    assert report.errors == 1
+    assert report.findings == ["Invalid __global__ write of size 4 bytes"]
+
+
+def test_nsight_computes_metric_lines_are_picked_out(tmp_path, monkeypatch):
+    fake = tmp_path / "ncu"
+    fake.write_text("#!/bin/sh\necho '==PROF== Connected'\n"
+                    "echo '    l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum  sector  40'\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(sanitizer.shutil, "which", lambda name: str(fake))
+    assert sanitizer.nsight_compute("sum_rows") == (
+        "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum  sector  40")
+    monkeypatch.setattr(sanitizer.shutil, "which", lambda name: None)
+    assert "not on this machine" in sanitizer.nsight_compute("sum_rows")

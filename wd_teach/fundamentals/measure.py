@@ -1,0 +1,211 @@
+"""Launch lesson 10's kernels by hand and measure them: GB/s against the card's ceiling,
+registers and occupancy from the card's limits, bank conflicts of a shared tile.
+
+The kernels here take a grid and a block of their own (a transpose's 2-D tiles, a grid-stride
+loop's small grid), so they are launched by hand through the backend object rather than by
+KernelLauncher, whose grid is one block per environment. Every time is the package's one
+clock (wd_teach.timing.time_calls): CUDA events on a GPU.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from wd_teach import backends
+from wd_teach.errors import WdTeachError
+from wd_teach.timing import time_calls
+
+WARP = 32
+BANKS = 32  # shared memory: 32 banks, 4 bytes wide, on every NVIDIA GPU since Kepler
+
+
+class Kernels:
+    """Kernels of one source (CUDA C text or path for PyCUDA; a module, function or list of
+    functions for Numba), launched by hand: `kernels.launch(name, grid, block, *args)` with
+    torch tensors for arrays and Python numbers for scalars."""
+
+    def __init__(self, backend, kernels=None):
+        self.backend = backends.find(backend)
+        self.backend.start()
+        if kernels is None:  # the lesson's own kernels
+            kernels = self.backend.layer_kernels("wd_teach.fundamentals")
+        self.source = kernels
+        self.loaded = self.backend.load(kernels)
+        self.device = self.backend.device()
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.loaded
+
+    def launch(self, name: str, grid, block, *args) -> None:
+        if name not in self.loaded:
+            raise WdTeachError(f"no kernel named {name} (found: {', '.join(self.loaded)}).")
+        kernel, _ = self.loaded[name]
+        bound = tuple(self._argument(a) for a in args)
+        self.backend.launch_call(kernel, bound, self.device)(_dims(grid), _dims(block), 0)
+
+    def kernel(self, name: str):
+        """The compiled kernel itself (a PyCUDA Function, a Numba dispatcher)."""
+        return self.loaded[name][0]
+
+    def _argument(self, value):
+        if isinstance(value, torch.Tensor):
+            return self.backend.array_argument(value)
+        if self.backend.reads_cuda_c:  # PyCUDA packs by the C type it read
+            return value
+        return np.float32(value) if isinstance(value, float) else np.int32(value)
+
+
+def _dims(dims) -> tuple:
+    return tuple(dims) if isinstance(dims, (tuple, list)) else (int(dims),)
+
+
+def blocks_for(n: int, threads: int) -> int:
+    """Blocks of `threads` that cover `n` items (the last one partly idle)."""
+    return -(-n // threads)
+
+
+def median_seconds(fn, device, calls: int = 20, warmup: int = 3) -> float:
+    """The median time of one call of `fn` on `device` (wd_teach.timing's clock)."""
+    return float(np.median(time_calls(fn, calls=calls, warmup=warmup, device=device).per_call))
+
+
+def gb_per_s(nbytes: int, seconds: float) -> float:
+    """Bytes moved (read + written) per second, in GB/s (10^9 bytes)."""
+    return nbytes / seconds / 1e9
+
+
+def copy_ceiling(nbytes: int, device) -> float:
+    """GB/s of a device-to-device copy of `nbytes` (read once, written once): the most a
+    kernel that reads and writes memory can hope for on this card."""
+    src = torch.ones(nbytes // 4, dtype=torch.float32, device=device)
+    dst = torch.empty_like(src)
+    return gb_per_s(2 * src.nbytes, median_seconds(lambda: dst.copy_(src), device))
+
+
+def past_the_cache(floats: int, device) -> int:
+    """At least `floats`, and on a GPU at least 4 times its L2 cache: a measurement of
+    memory that the cache would otherwise serve from a repeat."""
+    if torch.device(device).type != "cuda":
+        return floats
+    l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 50 << 20)
+    return max(floats, 4 * l2 // 4)
+
+
+# Occupancy: how many warps a multiprocessor (SM) can keep resident, from the card's limits.
+
+@dataclass(frozen=True)
+class Limits:
+    """What one SM of a card holds at once."""
+
+    name: str
+    sms: int
+    threads_per_sm: int
+    blocks_per_sm: int
+    registers_per_sm: int
+    shared_per_sm: int  # bytes
+    register_unit: int = 256  # registers are given to a warp in multiples of this
+
+    @property
+    def warps_per_sm(self) -> int:
+        return self.threads_per_sm // WARP
+
+
+#: An H100 SXM's limits (compute capability 9.0): what a CPU-only run computes with.
+H100 = Limits("NVIDIA H100 80GB HBM3 (saved limits)", sms=132, threads_per_sm=2048,
+              blocks_per_sm=32, registers_per_sm=65536, shared_per_sm=228 * 1024)
+
+#: Resident blocks per SM by compute capability, where it is not 32 (CUDA Programming
+#: Guide, "Technical Specifications per Compute Capability").
+_BLOCKS_PER_SM = {(7, 5): 16, (8, 6): 16, (8, 7): 16, (8, 9): 24, (12, 0): 24}
+
+
+def card_limits(device=None) -> Limits:
+    """This GPU's limits (torch's device properties), or an H100's where there is none."""
+    if not torch.cuda.is_available():
+        return H100
+    p = torch.cuda.get_device_properties(device or 0)
+    return Limits(p.name, sms=p.multi_processor_count,
+                  threads_per_sm=p.max_threads_per_multi_processor,
+                  blocks_per_sm=_BLOCKS_PER_SM.get((p.major, p.minor), 32),
+                  registers_per_sm=getattr(p, "regs_per_multiprocessor", 65536),
+                  shared_per_sm=getattr(p, "shared_memory_per_multiprocessor", 228 * 1024))
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    blocks_per_sm: int
+    warps_per_sm: int
+    fraction: float  # resident warps / the most an SM holds
+    limiter: str  # what stopped more blocks: threads, blocks, registers or shared memory
+
+
+def occupancy(registers_per_thread: int, threads_per_block: int, shared_per_block: int = 0,
+              limits: Limits = H100) -> Occupancy:
+    """Blocks (and warps) of a kernel that one SM holds at once, and which limit binds."""
+    warps = blocks_for(threads_per_block, WARP)
+    per_warp = blocks_for(registers_per_thread * WARP, limits.register_unit) * limits.register_unit
+    fits = {
+        "threads": limits.warps_per_sm // warps,
+        "blocks": limits.blocks_per_sm,
+        "registers": (limits.registers_per_sm // per_warp) // warps if per_warp else 10**9,
+        "shared memory": limits.shared_per_sm // shared_per_block if shared_per_block else 10**9,
+    }
+    limiter = min(fits, key=fits.get)
+    blocks = fits[limiter]
+    return Occupancy(blocks, blocks * warps, blocks * warps / limits.warps_per_sm, limiter)
+
+
+def registers(kernels: Kernels, name: str) -> int:
+    """Registers per thread of a compiled kernel (PyCUDA: the function's num_regs; Numba:
+    get_regs_per_thread of what it compiled). Launch it once first (Numba compiles then)."""
+    kernel = kernels.kernel(name)
+    if kernels.backend.reads_cuda_c:
+        return int(kernel.num_regs)
+    regs = kernel.get_regs_per_thread()
+    return int(regs if isinstance(regs, int) else max(regs.values()))
+
+
+def ptx_registers_and_bounds(ptx: str, name: str) -> dict:
+    """From PTX (no GPU needed): the `.maxntid` of __launch_bounds__ and the shared arrays'
+    sizes in bytes of kernel `name`. Registers are only known after ptxas (on the GPU)."""
+    entry = ptx[ptx.index(f".entry {name}("):]
+    body = entry[:entry.find("\n}\n") + 3]
+    bounds = re.search(r"\.maxntid\s+(\d+)", body)
+    return {"maxntid": int(bounds.group(1)) if bounds else None,
+            "shared_bytes": [int(n) for n in re.findall(r"\.shared\s+\.align\s+\d+\s+\.b8\s+"
+                                                        r"[\w$]+\[(\d+)\]", body)]}
+
+
+# Bank conflicts of a shared tile, from its row length.
+
+def bank_conflict_ways(row_floats: int) -> int:
+    """How many lanes of a warp share one bank when the warp reads a column of a tile of
+    rows `row_floats` floats long (lane k at float k * row_floats): 1 is no conflict."""
+    banks = [(lane * row_floats) % BANKS for lane in range(WARP)]
+    return max(banks.count(b) for b in set(banks))
+
+
+# The lesson's tables.
+
+def bandwidth_row(label: str, fn, nbytes: int, device, ceiling: float | None) -> dict:
+    """One row of a bandwidth table: `fn`'s median time, its GB/s, and the share of the copy's
+    GB/s (`ceiling`) that is."""
+    seconds = median_seconds(fn, device)
+    rate = gb_per_s(nbytes, seconds)
+    return {"kernel": label, "ms": f"{seconds * 1e3:.3f}", "GB/s": f"{rate:,.0f}",
+            "% of copy": f"{100 * rate / ceiling:.0f}%" if ceiling else "-"}
+
+
+def show_table(rows: list[dict]) -> None:
+    """Print rows of the same keys as an aligned table."""
+    if not rows:
+        return
+    keys = list(rows[0])
+    widths = {k: max(len(k), *(len(str(r[k])) for r in rows)) for k in keys}
+    print("  ".join(k.rjust(widths[k]) for k in keys))
+    for row in rows:
+        print("  ".join(str(row[k]).rjust(widths[k]) for k in keys))

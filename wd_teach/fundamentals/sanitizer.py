@@ -1,0 +1,201 @@
+"""compute-sanitizer: find it, run one of lesson 10's kernels under it, read its verdict
+(and Nsight Compute's counters for a kernel, where ncu is here).
+
+compute-sanitizer runs a program with every memory access and barrier of its kernels watched:
+`memcheck` (the default) reports reads and writes outside any allocation, `racecheck` shared
+memory that threads read and write with nothing ordering them, `synccheck` barriers that not
+every thread reaches. It ends with a line "ERROR SUMMARY: N errors" (racecheck also counts
+hazards: "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)").
+
+It comes with the CUDA toolkit (beside nvcc), and on PyPI as NVIDIA's
+nvidia-cuda-sanitizer-api wheel (13.x: nvidia/cu13/bin/compute-sanitizer; -cu12 for older
+drivers). It needs a GPU: it watches kernels as they run.
+
+    python -m wd_teach.fundamentals.sanitizer KERNEL [--backend numba|pycuda]
+
+launches KERNEL once at a small size (what compute-sanitizer is pointed at here); the
+kernels are the lesson's (kernels.cu) and three broken ones (broken.cu).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+TOOLS = ("memcheck", "racecheck", "synccheck")
+#: Seconds one run may take: a fresh Python starts under the tool, torch included.
+TIME_LIMIT = 300
+#: A saved run of every tool on an H100, shown where there is no GPU (made by `--save`).
+SAVED = Path(__file__).with_name("saved_sanitizer_h100.txt")
+
+
+def find_compute_sanitizer() -> str | None:
+    """compute-sanitizer's path: on the PATH, in $CUDA_HOME/bin, beside nvcc, in
+    /usr/local/cuda*/bin, or in NVIDIA's pip wheel; None where it is nowhere."""
+    found = shutil.which("compute-sanitizer")
+    if found:
+        return found
+    places = [os.path.join(os.environ[v], "bin", "compute-sanitizer")
+              for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        places.append(str(Path(nvcc).resolve().parent / "compute-sanitizer"))
+    places += sorted(glob.glob("/usr/local/cuda*/bin/compute-sanitizer"), reverse=True)
+    site = sysconfig.get_paths()["purelib"]
+    places += sorted(glob.glob(os.path.join(site, "nvidia", "cu*", "bin", "compute-sanitizer")))
+    places += glob.glob(os.path.join(site, "nvidia", "cuda_sanitizer_api", "compute-sanitizer",
+                                     "compute-sanitizer"))
+    return next((p for p in places if os.access(p, os.X_OK)), None)
+
+
+@dataclass(frozen=True)
+class Report:
+    """What one run under compute-sanitizer found."""
+
+    tool: str
+    kernel: str
+    errors: int | None  # None: the tool gave no summary (it could not run the program)
+    output: str
+
+    @property
+    def findings(self) -> list[str]:
+        """The tool's lines that name a problem (its first line of each report)."""
+        return [line.strip("= ").strip() for line in self.output.splitlines()
+                if re.search(r"Invalid|Error|error detected|Race reported|hazard",
+                             line) and "SUMMARY" not in line]
+
+
+def errors_in(output: str) -> int | None:
+    """The errors compute-sanitizer counted, from its summary lines; None without one."""
+    counts = [int(n) for n in re.findall(r"ERROR SUMMARY:\s+(\d+)\s+error", output)]
+    counts += [int(n) for n in re.findall(r"RACECHECK SUMMARY:.*?\((\d+)\s+error", output)]
+    return max(counts) if counts else None
+
+
+def sanitize(kernel: str, tool: str = "memcheck", backend: str = "numba") -> Report:
+    """Run `kernel` (one of RUNS) once under compute-sanitizer's `tool`."""
+    if tool not in TOOLS:
+        raise ValueError(f"tool {tool!r}: use one of {', '.join(TOOLS)}.")
+    if kernel not in RUNS:
+        raise ValueError(f"kernel {kernel!r}: use one of {', '.join(RUNS)}.")
+    sanitizer = find_compute_sanitizer()
+    if sanitizer is None:
+        raise FileNotFoundError(
+            "compute-sanitizer is not on this machine: it comes with the CUDA toolkit, or "
+            "`python -m pip install nvidia-cuda-sanitizer-api` (it needs an NVIDIA GPU).")
+    command = [sanitizer, "--tool", tool, sys.executable, "-m", __name__, kernel,
+               "--backend", str(backend)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=TIME_LIMIT,
+                          env={**os.environ, **EXACT_ALLOCATIONS})
+    output = done.stdout + done.stderr
+    return Report(tool, kernel, errors_in(output), output)
+
+
+#: torch keeps freed memory and hands out pieces of large blocks, so a write past the end of
+#: a tensor usually lands in memory torch holds, where memcheck sees nothing wrong. Without
+#: the cache every tensor is an allocation of its own, as memcheck needs.
+EXACT_ALLOCATIONS = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
+
+
+# What the program under the tool runs: each kernel once, at a small size.
+
+def _run(kernel: str, backend: str) -> None:
+    import torch
+
+    from wd_teach import backends
+    from wd_teach.fundamentals.measure import Kernels
+
+    where = Path(__file__).parent
+    cuda_c = backends.find(backend).reads_cuda_c
+    broken = kernel in BROKEN
+    source = where / ("broken.cu" if cuda_c else "broken_numba.py") if broken else None
+    kernels = Kernels(backend, str(source) if source else None)
+    floats = torch.zeros(4096, device=kernels.device)
+    counter = torch.zeros(1, dtype=torch.int32, device=kernels.device)
+    RUNS[kernel](kernels, floats, counter)
+    torch.cuda.synchronize()
+    print("launched", kernel)
+
+
+def _transpose(name):
+    return lambda k, f, c: k.launch(name, (2, 2), (32, 32), f[:2048], f[2048:], 32, 64)
+
+
+#: Each kernel's launch: (kernels, 4,096 floats, one int) -> None.
+RUNS = {
+    # its own 300 floats, allocated last (nothing after them), and 2,048 threads writing
+    "write_unguarded": lambda k, f, c: k.launch("write_unguarded", 8, 256, f.new_zeros(300),
+                                                300),
+    "count_lost": lambda k, f, c: k.launch("count_lost", 1, 256, c),
+    "barrier_divergent": lambda k, f, c: k.launch("barrier_divergent", 1, 64, f, 50),
+    "sum_rows": lambda k, f, c: k.launch("sum_rows", 2, 256, f[:3000], f[3000:], 300, 10),
+    "sum_columns": lambda k, f, c: k.launch("sum_columns", 2, 256, f[:3000], f[3000:], 300,
+                                            10),
+    "transpose_naive": _transpose("transpose_naive"),
+    "transpose_tiled": _transpose("transpose_tiled"),
+    "transpose_padded": _transpose("transpose_padded"),
+    "push_cart_per_block": lambda k, f, c: k.launch("push_cart_per_block", 1000, 1, f, 0.02,
+                                                    1000),
+    "push_carts": lambda k, f, c: k.launch("push_carts", 4, 128, f, 0.02, 1000),
+}
+BROKEN = ("write_unguarded", "count_lost", "barrier_divergent")
+#: The tool that finds each broken kernel's bug.
+FINDS = {"write_unguarded": "memcheck", "count_lost": "racecheck",
+         "barrier_divergent": "synccheck"}
+
+
+#: Nsight Compute's counters for coalescing: sectors fetched per load request (4 is one
+#: 128-byte line per warp; 32 is a sector per lane), and DRAM throughput.
+NCU_METRICS = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+               "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+               "dram__throughput.avg.pct_of_peak_sustained_elapsed")
+
+
+def nsight_compute(kernel: str, backend: str = "numba") -> str:
+    """Nsight Compute's (ncu's) NCU_METRICS for one launch of `kernel` (one of RUNS), as ncu
+    prints them; what it said instead where it could not (it often needs the right to read
+    the GPU's counters: ERR_NVGPUCTRPERM)."""
+    ncu = shutil.which("ncu")
+    if ncu is None:
+        return "ncu (Nsight Compute) is not on this machine."
+    command = [ncu, "--metrics", ",".join(NCU_METRICS), "--kernel-name", f"regex:{kernel}",
+               sys.executable, "-m", __name__, kernel, "--backend", str(backend)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=TIME_LIMIT)
+    lines = (done.stdout + done.stderr).splitlines()
+    found = [line.strip() for line in lines if any(m in line for m in NCU_METRICS)]
+    return "\n".join(found or lines[-5:])
+
+
+def save(backend: str = "pycuda") -> Path:
+    """On a GPU: run every broken kernel under the tool that finds it, and keep the outputs
+    in SAVED, for the lesson to show where there is no GPU."""
+    parts = []
+    for kernel, tool in FINDS.items():
+        report = sanitize(kernel, tool, backend)
+        parts.append(f"$ compute-sanitizer --tool {tool} python -m {__name__} {kernel} "
+                     f"--backend {backend}\n{report.output.strip()}\n")
+    SAVED.write_text("\n".join(parts))
+    return SAVED
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("kernel", choices=[*RUNS, "save"])
+    parser.add_argument("--backend", default="numba", choices=["numba", "pycuda"])
+    args = parser.parse_args(argv)
+    if args.kernel == "save":
+        print("saved", save(args.backend))
+    else:
+        _run(args.kernel, args.backend)
+
+
+if __name__ == "__main__":
+    main()
