@@ -42,3 +42,32 @@ SCRIPT = """
 
 def test_numba_kernels_compile_to_ptx_for_a_gpu():
     compile_in_fresh_process(SCRIPT)
+
+
+FUNDAMENTALS = """
+    from wd_teach.fundamentals import broken_numba, kernels_numba as k
+
+    def compile(kernel, *args, float32=True):
+        ptx, _ = cuda.compile_ptx(kernel.py_func, args, cc=(8, 0))
+        assert not float32 or ".f64" not in ptx, f"{kernel.py_func.__name__} uses float64"
+        return ptx
+
+    floats, ints = types.Array(types.float32, 1, "C"), types.Array(types.int32, 1, "C")
+    i32, f32 = types.int32, types.float32
+    for kernel in (k.sum_rows, k.sum_columns, k.transpose_naive, k.transpose_tiled,
+                   k.transpose_padded):
+        compile(kernel, floats, floats, i32, i32)
+    for kernel in (k.push_cart_per_block, k.push_carts):
+        # sinf's range reduction for huge angles has one float64 product, in CUDA C too
+        compile(kernel, floats, f32, i32, float32=False)
+    compile(broken_numba.write_unguarded, floats, i32)
+    compile(broken_numba.count_lost, ints)
+    compile(broken_numba.barrier_divergent, floats, i32)
+    print("compiled")
+"""
+
+
+def test_lesson_10_kernels_compile_to_ptx_for_a_gpu():
+    """Lesson 10's kernels (and its broken ones) compile for a GPU: a shared array's shape
+    written as `TILE + 1` passes the simulator but not the GPU's compiler."""
+    compile_in_fresh_process(FUNDAMENTALS)

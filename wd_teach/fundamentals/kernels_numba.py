@@ -10,6 +10,9 @@ import numpy as np
 from numba import cuda, float32
 
 TILE = 32  # a tile of a transpose: one warp wide
+#: A padded tile's row: one spare float. Numba needs a shared array's shape as constants,
+#: and `TILE + 1` written in the kernel is an expression it will not fold: name it here.
+TILE_PADDED = TILE + 1
 GRAVITY = np.float32(9.8)
 POLE_HALF_LENGTH = np.float32(0.5)
 
@@ -62,7 +65,7 @@ def transpose_tiled(src, dst, rows, cols):
 
 @cuda.jit
 def transpose_padded(src, dst, rows, cols):
-    tile = cuda.shared.array((TILE, TILE + 1), float32)  # a column spans 32 banks
+    tile = cuda.shared.array((TILE, TILE_PADDED), float32)  # a column spans 32 banks
     col = cuda.blockIdx.x * TILE + cuda.threadIdx.x
     row = cuda.blockIdx.y * TILE + cuda.threadIdx.y
     if row < rows and col < cols:

@@ -30,6 +30,10 @@ import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
+#: This module's own name, also when it runs as `python -m` (where __name__ is "__main__"):
+#: each sanitizer run starts it again, as a module, to launch one kernel.
+MODULE = "wd_teach.fundamentals.sanitizer"
+
 TOOLS = ("memcheck", "racecheck", "synccheck")
 #: Seconds one run may take: a fresh Python starts under the tool, torch included.
 TIME_LIMIT = 300
@@ -91,7 +95,7 @@ def sanitize(kernel: str, tool: str = "memcheck", backend: str = "numba") -> Rep
         raise FileNotFoundError(
             "compute-sanitizer is not on this machine: it comes with the CUDA toolkit, or "
             "`python -m pip install nvidia-cuda-sanitizer-api` (it needs an NVIDIA GPU).")
-    command = [sanitizer, "--tool", tool, sys.executable, "-m", __name__, kernel,
+    command = [sanitizer, "--tool", tool, sys.executable, "-m", MODULE, kernel,
                "--backend", str(backend)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=TIME_LIMIT,
                           env={**os.environ, **EXACT_ALLOCATIONS})
@@ -167,7 +171,7 @@ def nsight_compute(kernel: str, backend: str = "numba") -> str:
     if ncu is None:
         return "ncu (Nsight Compute) is not on this machine."
     command = [ncu, "--metrics", ",".join(NCU_METRICS), "--kernel-name", f"regex:{kernel}",
-               sys.executable, "-m", __name__, kernel, "--backend", str(backend)]
+               sys.executable, "-m", MODULE, kernel, "--backend", str(backend)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=TIME_LIMIT)
     lines = (done.stdout + done.stderr).splitlines()
     found = [line.strip() for line in lines if any(m in line for m in NCU_METRICS)]
@@ -180,7 +184,7 @@ def save(backend: str = "pycuda") -> Path:
     parts = []
     for kernel, tool in FINDS.items():
         report = sanitize(kernel, tool, backend)
-        parts.append(f"$ compute-sanitizer --tool {tool} python -m {__name__} {kernel} "
+        parts.append(f"$ compute-sanitizer --tool {tool} python -m {MODULE} {kernel} "
                      f"--backend {backend}\n{report.output.strip()}\n")
     SAVED.write_text("\n".join(parts))
     return SAVED
