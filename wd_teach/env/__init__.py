@@ -112,11 +112,13 @@ def require_positive(config, *names: str) -> None:
 
 @dataclass(frozen=True)
 class StateArray:
-    """One array of an env's initial state, and how the store keeps it."""
+    """One array of an env's initial state, and how the store keeps it. `allow_nonfinite`:
+    the array means to hold NaN or infinity (DataStore.push refuses them otherwise)."""
 
     data: np.ndarray
     per: str = "agent"
     reset: bool = True
+    allow_nonfinite: bool = False
 
 
 @dataclass(frozen=True)

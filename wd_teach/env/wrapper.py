@@ -73,7 +73,8 @@ class EnvWrapper:
         state = env.full_state(num_envs, seed)
         self.store = DataStore(num_envs, env.num_agents, env.episode_length, device=device)
         for name, array in state.items():
-            self.store.push(name, array.data, per=array.per, reset=array.reset)
+            self.store.push(name, array.data, per=array.per, reset=array.reset,
+                            allow_nonfinite=array.allow_nonfinite)
         for name, value in env.constants().items():
             self.store.set_constant(name, value)
 
