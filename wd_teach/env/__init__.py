@@ -254,6 +254,13 @@ class Env:
         'taggers' and 'runners'). Every env also knows 'all', 'first:stop' and lists."""
         return {}
 
+    def agents_in_game(self, store):
+        """Which agents still play, [num_envs, num_agents] bool on the store's device, read
+        from its arrays (Tag: a tagged runner has left its game); None, the default, when
+        every agent plays until its episode ends. An adapter whose library lets an agent
+        leave mid-episode (PettingZoo's `agents`) reads it after each step."""
+        return None
+
     def episode_metrics(self) -> dict[str, EpisodeMetric]:
         """Numbers this env reports per episode besides the return (Tag: runners tagged),
         each read from the store when an episode ends and averaged over the episodes."""
