@@ -135,16 +135,21 @@ def is_numba_kernel(obj) -> bool:
     return not (options.get("device") or getattr(obj, "_device", False))
 
 
-@functools.cache
 def indexed_parameters(kernel) -> frozenset[str]:
     """The parameters of `kernel` that its code indexes (`name[...]`), read from its source;
     none when the source cannot be found (a kernel built at run time), so nothing is
     refused that cannot be seen."""
+    return _indexed_parameters(kernel.py_func)
+
+
+@functools.cache
+def _indexed_parameters(function) -> frozenset[str]:
+    """Per Python function (always hashable, where a dispatcher may not be)."""
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(kernel.py_func)))
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
     except (OSError, TypeError, SyntaxError):
         return frozenset()
-    params = set(inspect.signature(kernel.py_func).parameters)
+    params = set(inspect.signature(function).parameters)
     return frozenset(node.value.id for node in ast.walk(tree)
                      if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
                      and node.value.id in params)
