@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from numba import cuda
 
 from wd_teach import (
     ConfigError,
@@ -40,6 +41,7 @@ from wd_teach.cli import main
 from wd_teach.env.wrapper import EnvWrapper
 from wd_teach.errors import EnvError, TrainError
 from wd_teach.lessons.demo import move
+from wd_teach.numba_index import agent_id, env_id
 from wd_teach.train.config import load_config
 from wd_teach.train.trainer import Trainer
 from wd_teach_envs.cartpole import CartPole
@@ -70,6 +72,28 @@ def launcher(s=None) -> KernelLauncher:
     found = KernelLauncher(s or moving_store(), "numba")
     found.load(move)
     return found
+
+
+@cuda.jit
+def move_by_dt0(pos, vel, dt, num_agents):
+    """`move`, reading the constant dt as if it were an array."""
+    env = env_id()
+    agent = agent_id()
+    if agent < num_agents:
+        pos[env, agent] += vel[env, agent] * dt[0]
+
+
+def indexing_launcher() -> KernelLauncher:
+    found = KernelLauncher(moving_store(), "numba")
+    found.load(move_by_dt0)
+    return found
+
+
+def with_one(value) -> np.ndarray:
+    """[2 envs, 3 agents] of zeros, with `value` at env 1, agent 2."""
+    array = np.zeros((2, 3), np.float32)
+    array[1, 2] = value
+    return array
 
 
 def sampler(num_actions=3) -> Sampler:
@@ -151,6 +175,14 @@ CASES = [
      r"constant 'k'=1099511627776 does not fit in int32"),
     ("store: bool constant", lambda: store().set_constant("k", True), StoreError,
      r"constant 'k' must be an int or a float, got True"),
+    ("store: NaN in an array", lambda: store().push("x", with_one(NAN)), StoreError,
+     r"'x' holds 1 NaN or infinite values \(the first, nan, at index \(1, 2\)\).*"
+     r"np.isfinite shows where.*allow_nonfinite=True if they are meant"),
+    ("store: infinity in a tensor", lambda: store().push("x", torch.from_numpy(with_one(INF))),
+     StoreError, r"'x' holds 1 NaN or infinite values \(the first, inf"),
+    ("store: NaN in an array kept for resets",
+     lambda: store().push("x", with_one(-INF), reset=True), StoreError,
+     r"'x' holds 1 NaN or infinite values \(the first, -inf"),
     ("store: unknown array", lambda: store()["nope"], StoreError,
      r"no array named 'nope' in the store"),
     ("store: a constant read as an array", lambda: moving_store()["dt"], StoreError,
@@ -183,6 +215,10 @@ CASES = [
      r"kernel 'move' needs 'pos', but the store has no array or constant"),
     ("launcher: wrong number of names", lambda: launcher().launch("move", "pos"), LaunchError,
      r"kernel 'move' takes 4 arguments, 1 were named"),
+    ("launcher: a constant indexed in the kernel",
+     lambda: indexing_launcher().launch("move_by_dt0"), LaunchError,
+     r"kernel 'move_by_dt0' indexes its parameter 'dt' \(dt\[...\]\), but 'dt' is a "
+     r"constant in the store, a single number \(0.1\).*Read it as plain `dt`"),
     # the sampler
     ("sampler: not a store", lambda: Sampler([], 3, backend="numba"), SamplerError,
      r"Sampler needs a DataStore, got list"),
@@ -250,6 +286,19 @@ CASES = [
     ("env: pendulum NaN action",
      lambda: wrapper(Pendulum()).step(torch.full((2, 1, 1), NAN)), EnvError,
      r"action nan of env 0, agent 0 is outside"),
+    ("env: wrapper num_envs a string", lambda: EnvWrapper(CartPole(), "4", "numpy"), EnvError,
+     r"EnvWrapper: num_envs must be a whole number in \[1, 2\*\*31\), got '4'"),
+    ("env: wrapper num_envs 0", lambda: EnvWrapper(CartPole(), 0, "numpy"), EnvError,
+     r"EnvWrapper: num_envs must be a whole number in \[1, 2\*\*31\), got 0"),
+    ("env: wrapper num_envs a float", lambda: EnvWrapper(CartPole(), 2.0, "numpy"), EnvError,
+     r"EnvWrapper: num_envs must be a whole number in \[1, 2\*\*31\), got 2.0"),
+    ("env: wrapper seed -1", lambda: EnvWrapper(CartPole(), 2, "numpy", seed=-1), EnvError,
+     r"EnvWrapper: seed must be a whole number in \[0, 2\*\*64\), got -1"),
+    ("env: wrapper seed a string", lambda: EnvWrapper(CartPole(), 2, "numpy", seed="1"),
+     EnvError, r"EnvWrapper: seed must be a whole number in \[0, 2\*\*64\), got '1'"),
+    ("env: wrapper max_threads 2000",
+     lambda: EnvWrapper(CartPole(), 2, "numpy", max_threads=2000), EnvError,
+     r"EnvWrapper: max_threads must be a whole number in \[1, 1025\), got 2000"),
     ("env: actions as a list", lambda: wrapper(CartPole()).step([[0], [1]]), EnvError,
      r"actions must be a torch tensor or a numpy array, got list"),
     # config and the trainer
@@ -321,6 +370,14 @@ CASES = [
      r"env.params: tau must be positive, got nan"),
     ("trainer: logger foo", lambda: Trainer("cartpole", gpu=False, logger="foo"), ConfigError,
      r"trainer.logger must be one of csv, tensorboard, got 'foo'"),
+    ("trainer: evaluate no envs", lambda: trainer().evaluate(num_envs=0), TrainError,
+     r"evaluate: num_envs must be a whole number in \[1, 2\*\*31\), got 0"),
+    ("trainer: evaluate no steps", lambda: trainer().evaluate(steps=0), TrainError,
+     r"evaluate: steps must be a whole number in \[1, 2\*\*31\), got 0"),
+    ("trainer: evaluate num_envs a string", lambda: trainer().evaluate(num_envs="8"),
+     TrainError, r"evaluate: num_envs must be a whole number in \[1, 2\*\*31\), got '8'"),
+    ("trainer: evaluate seed -1", lambda: trainer().evaluate(seed=-1), TrainError,
+     r"evaluate: seed must be a whole number in \[0, 2\*\*64\), got -1"),
     ("trainer: tensorboard without a run folder",
      lambda: trainer("trainer.logger=tensorboard").train(1, progress=False), TrainError,
      r"logger='tensorboard' writes its event files into the run's folder: give one"),
@@ -371,6 +428,9 @@ def test_bad_command_lines_exit_2_with_a_message(capsys, argv, message):
 @pytest.mark.parametrize("argv, message", [
     (["train", "cartpole", "--envs", "0"], r"takes a positive whole number or 'auto'"),
     (["demo", "--backend", "cupy"], r"invalid choice: 'cupy'"),
+    (["demo", "--steps", "-1"], r"--steps: takes a positive whole number of steps to time, "
+                                r"got '-1'; leave it out for 20"),
+    (["demo", "--steps", "0"], r"--steps: takes a positive whole number of steps"),
     (["train", "cartpole", "--logger", "foo"],
      r"--logger: invalid choice: 'foo' \(choose from '?csv'?, '?tensorboard'?\)"),
 ])
@@ -379,6 +439,95 @@ def test_argparse_refuses_with_exit_2(capsys, argv, message):
         main(argv)
     assert exit_.value.code == 2
     assert re.search(message, capsys.readouterr().err)
+
+
+# -- an --out that cannot hold a run ---------------------------------------------------------
+
+
+def a_file(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    return tmp_path / "notes.txt"
+
+
+def under_a_file(tmp_path):
+    return a_file(tmp_path) / "run"
+
+
+def a_broken_link(tmp_path):
+    (tmp_path / "gone").symlink_to(tmp_path / "nowhere")
+    return tmp_path / "gone" / "run"
+
+
+def a_read_only_folder(tmp_path):
+    (tmp_path / "locked").mkdir()
+    (tmp_path / "locked").chmod(0o500)
+    return tmp_path / "locked" / "run"
+
+
+@pytest.mark.parametrize("make_out, message", [
+    (a_file, r"--out .*notes.txt is a file, not a folder: a run writes several files into a "
+             r"folder"),
+    (under_a_file, r"--out .*notes.txt/run lies under .*notes.txt, which is a file, not a "
+                   r"folder.*Give a path whose parents are folders"),
+    (a_broken_link, r"--out .*gone/run lies under .*gone, which is a broken link"),
+    (a_read_only_folder, r"--out .*locked/run: .*locked, where it would be made, cannot be "
+                         r"written by this user. Give a folder you may write to"),
+])
+def test_train_refuses_an_out_that_cannot_hold_a_run(capsys, monkeypatch, tmp_path, make_out,
+                                                     message):
+    """Refused with exit 2 and a sentence, before anything is written (before: a traceback
+    from pathlib, FileExistsError or NotADirectoryError, after the config was written)."""
+    out = make_out(tmp_path)
+    if os.geteuid() == 0:  # root may write anywhere: answer as the folder's mode says
+        real_access = os.access
+        monkeypatch.setattr(os, "access", lambda path, mode: real_access(path, mode) and (
+            os.stat(path).st_mode & 0o200 != 0 or not mode & os.W_OK))
+    before = sorted(tmp_path.rglob("*"))
+    code, err = cli(capsys, "train", "cartpole", "--iterations", "1", "--quiet",
+                    "--out", str(out))
+    assert code == 2
+    assert re.search(message, err), err
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_resume_refuses_an_out_under_a_file(capsys, tmp_path):
+    run = tmp_path / "run"
+    assert main(["train", "cartpole", "--iterations", "1", "--quiet", "--set",
+                 "trainer.steps=4", "--envs", "2", "--set", "algorithm.num_minibatches=1",
+                 "--out", str(run)]) == 0
+    capsys.readouterr()
+    code, err = cli(capsys, "train", "cartpole", "--resume", str(run), "--out",
+                    str(under_a_file(tmp_path)))
+    assert code == 2
+    assert re.search(r"--out .*notes.txt/run lies under .*notes.txt, which is a file", err), err
+
+
+# -- NaN and infinity in the store, when they are meant ------------------------------------------
+
+
+def test_nonfinite_values_go_in_when_the_caller_says_so():
+    s = store()
+    s.push("nearest", with_one(INF), allow_nonfinite=True)
+    s.push("unknown", torch.from_numpy(with_one(NAN)), allow_nonfinite=True)
+    assert math.isinf(s.pull("nearest")[1, 2]) and math.isnan(s.pull("unknown")[1, 2])
+
+
+class CartPoleWithADistance(CartPole):
+    """CartPole and one array that starts at infinity on purpose: no distance seen yet."""
+
+    def initial_state(self, num_envs, rng):
+        from wd_teach.env import StateArray
+
+        state = super().initial_state(num_envs, rng)
+        state["nearest"] = StateArray(np.full((num_envs, 1), np.inf, np.float32),
+                                      allow_nonfinite=True)
+        return state
+
+
+def test_an_env_declares_the_arrays_that_mean_infinity():
+    wrapper = EnvWrapper(CartPoleWithADistance(), 2, "numpy")
+    assert torch.isinf(wrapper.store["nearest"]).all()
+    wrapper.step(cartpole_actions([0, 1]))  # the rest of the env is untouched
 
 
 # -- a failed call leaves the store as it was ------------------------------------------------

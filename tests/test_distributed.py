@@ -6,6 +6,7 @@ mean of the ranks' own; the metrics add up; bad world sizes are refused before a
 starts."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -165,3 +166,43 @@ def test_the_command_line_refuses_too_many_gpus(monkeypatch, capsys, tmp_path):
     assert main(["train", "cartpole", "--gpus", "0", "--out", str(tmp_path)]) == 2
     assert "at least 1" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())  # refused before anything was written
+
+
+# -- what a rank hands back is read without pickle --------------------------------------------
+
+
+def test_a_rank_hands_back_plain_data_read_with_weights_only(tmp_path):
+    """A RankResult goes to disk as tensors, numbers and strings, and comes back whole from
+    torch.load(weights_only=True), which runs no code from the file."""
+    result = distributed.RankResult(1, 4, [{"loss": 0.5, "env_steps": 64}],
+                                    {"cart": {"w": torch.arange(3.0)}}, "cpu")
+    path = tmp_path / "rank1.pt"
+    torch.save(distributed.to_plain([result, (np.float32(2.5), None)]), path)
+    back, (number, nothing) = distributed.from_plain(torch.load(path, weights_only=True))
+    assert (back.rank, back.seed, back.history, back.device) == (1, 4, result.history, "cpu")
+    assert torch.equal(back.weights["cart"]["w"], torch.arange(3.0))
+    assert (number, nothing) == (2.5, None) and type(number) is float
+
+
+def test_a_rank_result_that_needs_pickle_is_refused():
+    def made_here(rank, world_size):
+        return object()
+
+    with pytest.raises(TrainError, match=r"made_here returned a value of type object, which a "
+                                         r"rank cannot hand back: results travel as"):
+        distributed.to_plain(made_here(0, 1), made_here)
+
+
+def test_no_pickle_is_loaded_anywhere_in_the_package():
+    """A pickle runs code when it is read: the package reads checkpoints and ranks' results
+    as safetensors, JSON or torch.load(weights_only=True), and hands a kernel to a fresh
+    Python as JSON (exercises/gpu_types.py), never as a pickle."""
+    import pathlib
+
+    import wd_teach
+
+    root = pathlib.Path(wd_teach.__file__).parent
+    found = [f"{p.relative_to(root)}:{n}" for p in sorted(root.rglob("*.py"))
+             for n, line in enumerate(p.read_text().splitlines(), 1)
+             if re.search(r"weights_only=False|pickle\.loads?\(", line)]
+    assert found == []

@@ -416,3 +416,24 @@ def test_a_lightning_checkpoint_is_read_without_running_code(tmp_path):
         with pytest.raises(TrainError, match=f"{name}.*{says}|{says}.*{name}"):
             module.load_lightning_checkpoint(tmp_path / name)
     assert not (tmp_path / "ran").exists()
+
+
+# -- a run's files share one mode -----------------------------------------------------------------
+
+
+def test_a_runs_files_all_have_the_mode_of_a_new_file(tmp_path):
+    """The checkpoints too: safetensors writes its files 0o600, which left a run's
+    checkpoints private while its metrics were readable; every file now gets what the umask
+    gives a new file (0o644 under the usual 022, 0o600 under 077)."""
+    for umask in (0o022, 0o077):
+        old = os.umask(umask)
+        try:
+            out = tmp_path / f"run{umask:o}"
+            assert main(["train", "cartpole", "--iterations", "1", *TINY_CLI,
+                         "--set", "trainer.checkpoint_every=1", "--out", str(out)]) == 0
+        finally:
+            os.umask(old)
+        modes = {p.name: oct(p.stat().st_mode & 0o777) for p in out.iterdir() if p.is_file()}
+        assert {"checkpoint.safetensors", "checkpoint_00001.safetensors",
+                "metrics.csv", "config.yaml"} <= set(modes)
+        assert set(modes.values()) == {oct(0o666 & ~umask)}, modes

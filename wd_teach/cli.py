@@ -342,6 +342,18 @@ def _envs_count(text: str):
     return value
 
 
+def _positive_steps(text: str) -> int:
+    """--steps: a positive whole number (the demo times that many steps of each backend)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"takes a positive whole number of steps to time, "
+                                         f"got {text!r}; leave it out for 20")
+    return value
+
+
 def _bench(args: argparse.Namespace) -> int:
     from wd_teach.scale.bench import command
 
@@ -394,7 +406,8 @@ def main(argv: list[str] | None = None) -> int:
         run=_doctor)
     demo = commands.add_parser("demo", help="step a particle world on every backend")
     demo.add_argument("--backend", choices=backend_list.kernel_backends())
-    demo.add_argument("--steps", type=int, default=20)
+    demo.add_argument("--steps", type=_positive_steps, default=20,
+                      help="steps each backend takes, at least 1 (default 20)")
     demo.add_argument("--seed", type=int, default=0)
     demo.set_defaults(run=_demo)
     train = commands.add_parser("train", help="train policies on an environment")

@@ -119,17 +119,22 @@ class DataStore:
     # -- filling the store ------------------------------------------------------------------
 
     def push(self, name: str, data: np.ndarray | torch.Tensor, *, per: str = "agent",
-             reset: bool = False) -> None:
+             reset: bool = False, allow_nonfinite: bool = False) -> None:
         """Copy `data` to the device once, under `name`.
 
         `per` says how its leading dimensions line up with environments and agents;
         `reset=True` keeps a pristine copy on the device for resets to restore from.
+        `allow_nonfinite=True` lets NaN and infinity in: only for an array that means them
+        (a "no distance yet" of inf); otherwise they are a mistake that a step would carry
+        into every number it computes, so they are refused here.
         """
         self._check_open(name)
         self._check_new_name(name)
         if per not in LAYOUTS:
             raise StoreError(f"per={per!r} for {name!r}: choose one of {', '.join(LAYOUTS)}.")
         host = self._as_host_array(name, data)
+        if not allow_nonfinite:
+            self._check_finite(name, host)
         self._check_shape(name, host.shape, per)
         self._check_room(name, host.nbytes * (2 if reset else 1))
 
@@ -296,6 +301,18 @@ class DataStore:
             raise StoreError(f"{name!r} has shape {data.shape}: arrays need at least one "
                              "element and one dimension. Scalars go through set_constant().")
         return data
+
+    def _check_finite(self, name: str, host: np.ndarray) -> None:
+        if host.dtype.kind != "f":
+            return  # integers cannot hold NaN or infinity
+        bad = ~np.isfinite(host)
+        if bad.any():
+            where = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise StoreError(f"{name!r} holds {int(bad.sum()):,} NaN or infinite values (the "
+                             f"first, {host[where]}, at index {where}); a step would spread "
+                             "them into every number it computes. Fix the data "
+                             "(np.isfinite shows where), or pass allow_nonfinite=True if "
+                             "they are meant.")
 
     def _dtype_message(self, name: str, got: str) -> str:
         allowed = ", ".join(d.name for d in DTYPES)

@@ -4,8 +4,9 @@ A training run writes checkpoints, metrics and pictures while it goes, and it ma
 at any moment (Ctrl-C, an out-of-memory kill, a lost machine). A file written in place and
 cut off half way is worse than none: it looks like a result. So every file a run leaves is
 first written under a temporary name in the same folder and only renamed onto its real name
-once it is complete. On one file system a rename is atomic (os.replace): whoever looks finds
-the old file or the new one, never half of one.
+once it is complete (with the mode any new file gets under the umask). On one file system a
+rename is atomic (os.replace): whoever looks finds the old file or the new one, never half
+of one.
 
     with atomic_write(out / "metrics.csv") as temporary:
         temporary.write_text(text)          # any writer that takes a path
@@ -43,9 +44,20 @@ def atomic_write(path: str | Path) -> Iterator[Path]:
     try:
         yield temporary
         _flush_to_disk(temporary)
+        os.chmod(temporary, new_file_mode())
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)  # gone already after a successful replace
+
+
+def new_file_mode() -> int:
+    """The mode `open()` gives a new file here: rw for all, less the umask (0o644 under the
+    usual 022). Some writers make their file private (safetensors' save_file writes 0o600),
+    so every file is given this mode before it is renamed into place: a run's files all
+    share one, and whoever may read its metrics may read its checkpoints."""
+    umask = os.umask(0)  # reading the umask means setting it: put it straight back
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def write_text(path: str | Path, text: str) -> Path:

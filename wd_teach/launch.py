@@ -160,7 +160,8 @@ class KernelLauncher:
             elif arg in self.store.names:
                 bound.append(self.backend.array_argument(self.store[arg]))
             else:
-                bound.append(self.store.constant(arg))
+                bound.append(self.backend.scalar_argument(
+                    self._kernels[name], name, param, arg, self.store.constant(arg)))
         # Only a bind that worked freezes the store: after a failed one the learner can
         # still add what was missing.
         self.store.freeze()

@@ -111,6 +111,10 @@ class TagGame(Env):
         return {"taggers": list(range(taggers)),
                 "runners": list(range(taggers, self.num_agents))}
 
+    def agents_in_game(self, store):
+        """A tagged runner leaves the game (with runner_exits_when_tagged); taggers stay."""
+        return store["in_game"] != 0
+
     def episode_metrics(self) -> dict[str, EpisodeMetric]:
         runners = self.config.num_runners
         return {"tags": EpisodeMetric("runners tagged per episode",

@@ -96,6 +96,11 @@ class KernelBackend(Backend):
         """What a kernel receives for one of the store's arrays (no copy)."""
         raise NotImplementedError
 
+    def scalar_argument(self, kernel, kernel_name: str, param: str, constant: str, value):
+        """What a kernel receives for one of the store's constants (a plain number); raise
+        LaunchError if the kernel's own code cannot read `param` as one."""
+        return value
+
     def launch_call(self, kernel, bound: tuple, device: torch.device) -> LaunchCall:
         """A function that launches `kernel` with the arguments `bound`, made once per
         kernel and arguments and called on every launch."""

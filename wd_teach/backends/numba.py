@@ -8,10 +8,13 @@ own, `kernel[grid, block, stream](*args)`. On a GPU, with the fast floor on
 
 from __future__ import annotations
 
+import ast
+import functools
 import importlib
 import importlib.util
 import inspect
 import os
+import textwrap
 import threading
 import types
 from pathlib import Path
@@ -79,6 +82,18 @@ class NumbaBackend(KernelBackend):
             return cuda.as_cuda_array(tensor)
         return tensor.numpy()  # the simulator reads the CPU tensor's own memory
 
+    def scalar_argument(self, kernel, kernel_name: str, param: str, constant: str, value):
+        """A constant arrives as one number. A kernel that indexes it (`dt[0]`) would fail
+        only when it runs, in Numba's words ("invalid index to scalar variable" on the
+        simulator, a typing error on a GPU), so its code is read for that first."""
+        if param in indexed_parameters(kernel):
+            raise LaunchError(
+                f"kernel {kernel_name!r} indexes its parameter {param!r} ({param}[...]), but "
+                f"{constant!r} is a constant in the store, a single number ({value:g}), not an "
+                f"array. Read it as plain `{param}` in the kernel, or push an array under "
+                f"that name instead of set_constant().")
+        return value
+
     def launch_call(self, kernel, bound: tuple, device: torch.device) -> LaunchCall:
         if device.type != "cuda":  # the simulator
             def simulated(grid: tuple, block: tuple, stream: int) -> None:
@@ -118,6 +133,26 @@ def is_numba_kernel(obj) -> bool:
         return False
     options = getattr(obj, "targetoptions", None) or {}
     return not (options.get("device") or getattr(obj, "_device", False))
+
+
+def indexed_parameters(kernel) -> frozenset[str]:
+    """The parameters of `kernel` that its code indexes (`name[...]`), read from its source;
+    none when the source cannot be found (a kernel built at run time), so nothing is
+    refused that cannot be seen."""
+    return _indexed_parameters(kernel.py_func)
+
+
+@functools.cache
+def _indexed_parameters(function) -> frozenset[str]:
+    """Per Python function (always hashable, where a dispatcher may not be)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError):
+        return frozenset()
+    params = set(inspect.signature(function).parameters)
+    return frozenset(node.value.id for node in ast.walk(tree)
+                     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
+                     and node.value.id in params)
 
 
 def _not_a_kernel(obj) -> str:

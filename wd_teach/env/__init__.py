@@ -112,11 +112,13 @@ def require_positive(config, *names: str) -> None:
 
 @dataclass(frozen=True)
 class StateArray:
-    """One array of an env's initial state, and how the store keeps it."""
+    """One array of an env's initial state, and how the store keeps it. `allow_nonfinite`:
+    the array means to hold NaN or infinity (DataStore.push refuses them otherwise)."""
 
     data: np.ndarray
     per: str = "agent"
     reset: bool = True
+    allow_nonfinite: bool = False
 
 
 @dataclass(frozen=True)
@@ -251,6 +253,13 @@ class Env:
         """Named groups of agents, for a policy's `agents` in a training config (Tag:
         'taggers' and 'runners'). Every env also knows 'all', 'first:stop' and lists."""
         return {}
+
+    def agents_in_game(self, store):
+        """Which agents still play, [num_envs, num_agents] bool on the store's device, read
+        from its arrays (Tag: a tagged runner has left its game); None, the default, when
+        every agent plays until its episode ends. An adapter whose library lets an agent
+        leave mid-episode (PettingZoo's `agents`) reads it after each step."""
+        return None
 
     def episode_metrics(self) -> dict[str, EpisodeMetric]:
         """Numbers this env reports per episode besides the return (Tag: runners tagged),

@@ -27,6 +27,7 @@ from wd_teach.data import DataStore
 from wd_teach.env import ACTIONS, DONE, OBS, REWARDS, TIMESTEP, Env
 from wd_teach.errors import EnvError, TooLargeError
 from wd_teach.launch import MAX_THREADS_PER_BLOCK, KernelLauncher, launch_geometry
+from wd_teach.ranges import require_whole
 from wd_teach.reset.reference import ReferenceResetter
 from wd_teach.reset.reset import Resetter
 from wd_teach.timing import time_calls
@@ -62,6 +63,7 @@ class EnvWrapper:
                  max_threads: int = MAX_THREADS_PER_BLOCK):
         if not isinstance(env, Env):
             raise EnvError(f"EnvWrapper wraps a wd_teach Env, got {type(env).__name__}.")
+        num_envs, seed, max_threads = _check_numbers(num_envs, seed, max_threads)
         self.env = env
         self.backend = backends.get(backend)  # a name or a backend; chosen here, once
         self.auto_reset = bool(auto_reset)
@@ -73,7 +75,8 @@ class EnvWrapper:
         state = env.full_state(num_envs, seed)
         self.store = DataStore(num_envs, env.num_agents, env.episode_length, device=device)
         for name, array in state.items():
-            self.store.push(name, array.data, per=array.per, reset=array.reset)
+            self.store.push(name, array.data, per=array.per, reset=array.reset,
+                            allow_nonfinite=array.allow_nonfinite)
         for name, value in env.constants().items():
             self.store.set_constant(name, value)
 
@@ -290,6 +293,17 @@ def _bind_reference(step, store: DataStore) -> dict:
                            f"constant of that name. Arrays: {', '.join(store.names)}; "
                            f"constants: {', '.join(store.constants)}.")
     return args
+
+
+def _check_numbers(num_envs, seed, max_threads) -> tuple[int, int, int]:
+    """The wrapper's numbers, checked at the door: a string or a float here would fail far
+    below, in a comparison or in numpy, in words that name neither the wrapper nor the
+    argument."""
+    return (require_whole("EnvWrapper: num_envs", num_envs, low=1, high=INT32_MAX + 1,
+                          error=EnvError),
+            require_whole("EnvWrapper: seed", seed, low=0, high=2**64, error=EnvError),
+            require_whole("EnvWrapper: max_threads", max_threads, low=1,
+                          high=MAX_THREADS_PER_BLOCK + 1, error=EnvError))
 
 
 def _check_size(env: Env, num_envs: int, device: torch.device) -> None:

@@ -6,31 +6,36 @@ makes it a float64, and the sum rounds differently. To see what a GPU would run,
 is compiled for one (Numba's compiler, NVVM, needs no GPU) in a fresh Python with the
 simulator off, and the types of its variables are read from the compiler's own type map.
 
-The kernel travels to that Python as its code object, with the names it uses rebuilt there:
-modules and importable objects by import, the learner's own device functions compiled the
-same way, anything else by pickle.
+The kernel travels to that Python as its code object (marshal, inside JSON), with the names
+it uses rebuilt there: modules and importable objects by import, the learner's own device
+functions compiled the same way, plain values (numbers, strings, tuples of them, NumPy
+scalars) as Python literals. Nothing is unpickled: pickle would run whatever a payload says.
 """
 
 from __future__ import annotations
 
+import ast
+import base64
 import importlib
 import json
 import marshal
-import pickle
 import subprocess
 import sys
 import types
+
+import numpy as np
 
 #: Seconds a fresh Python may take to import Numba and compile one kernel.
 TIME_LIMIT = 300
 
 SCRIPT = r"""
-import importlib, json, marshal, os, pickle, sys, types as pytypes
+import ast, base64, importlib, json, marshal, os, sys, types as pytypes
 from types import SimpleNamespace
 os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
 from numba import cuda, types
 import numba.cuda.dispatcher as dispatcher
 from numba.cuda.compiler import compile_cuda
+import numpy
 
 try:  # device functions ask the current GPU for its compute capability; there may be none
     cuda.get_current_device()
@@ -45,16 +50,19 @@ def value(ref):
         return getattr(importlib.import_module(ref[1]), ref[2])
     if kind == "device":
         return cuda.jit(device=True)(build(ref[1]))
-    return pickle.loads(ref[1])
+    if kind == "scalar":
+        return getattr(numpy, ref[1])(ast.literal_eval(ref[2]))
+    return ast.literal_eval(ref[1])
 
 def build(described):
     namespace = {"__builtins__": __builtins__}
     namespace.update({name: value(ref) for name, ref in described["globals"].items()})
     cells = tuple(pytypes.CellType(value(ref)) for ref in described["closure"])
-    return pytypes.FunctionType(marshal.loads(described["code"]), namespace,
+    code = marshal.loads(base64.b64decode(described["code"]))
+    return pytypes.FunctionType(code, namespace,
                                 described["name"], None, cells or None)
 
-payload = pickle.load(sys.stdin.buffer)
+payload = json.load(sys.stdin)
 args = tuple(eval(arg, dict(vars(types))) for arg in payload["args"])
 result = compile_cuda(build(payload["kernel"]), None, args, cc=(8, 0))
 print(json.dumps({name: str(typ) for name, typ in result.fndesc.typemap.items()}))
@@ -67,11 +75,11 @@ def gpu_local_types(kernel, arg_types: tuple[str, ...]) -> dict[str, str] | str:
     "int32"), or, when it could not be compiled, a sentence saying why. Variables that the
     kernel assigns more than once appear once per version ("total", "total.1", ...)."""
     try:
-        payload = pickle.dumps({"kernel": _describe(kernel.py_func), "args": list(arg_types)})
-    except (AttributeError, TypeError, pickle.PicklingError) as err:
+        payload = json.dumps({"kernel": _describe(kernel.py_func), "args": list(arg_types)})
+    except (AttributeError, TypeError, ValueError) as err:
         return f"its code could not be sent to the compiler ({err})"
     try:
-        done = subprocess.run([sys.executable, "-c", SCRIPT], input=payload,
+        done = subprocess.run([sys.executable, "-c", SCRIPT], input=payload.encode(),
                               capture_output=True, timeout=TIME_LIMIT)
     except subprocess.TimeoutExpired:
         return f"compiling it took over {TIME_LIMIT} s"
@@ -103,7 +111,8 @@ def _describe(function) -> dict:
             found[name] = ref
     closure = [_reference(cell.cell_contents, required=True)
                for cell in function.__closure__ or ()]
-    return {"code": marshal.dumps(code), "name": function.__name__, "globals": found,
+    return {"code": base64.b64encode(marshal.dumps(code)).decode(), "name": function.__name__,
+            "globals": found,
             "closure": closure}
 
 
@@ -116,8 +125,9 @@ def _names_used(code) -> set[str]:
 
 
 def _reference(value, required: bool = False):
-    """("module", name), ("import", module, name), ("device", described) or ("value",
-    pickled); None for a global that cannot travel (unless `required`: then it raises)."""
+    """("module", name), ("import", module, name), ("device", described), ("scalar", NumPy
+    type, literal) or ("value", literal); None for a global that cannot travel (unless
+    `required`: then it raises)."""
     if isinstance(value, types.ModuleType):
         return ("module", value.__name__)
     imported = _importable(value)
@@ -125,13 +135,24 @@ def _reference(value, required: bool = False):
         return imported
     if hasattr(value, "py_func"):  # the learner's own device function
         return ("device", _describe(value.py_func))
+    if isinstance(value, np.generic):
+        return ("scalar", type(value).__name__, repr(value.item()))
+    if _is_literal(value):
+        return ("value", repr(value))
+    if required:
+        raise TypeError(f"a closure value of type {type(value).__name__} cannot be sent: only "
+                        "numbers, strings, tuples of them and NumPy scalars travel")
+    return None
+
+
+def _is_literal(value) -> bool:
+    """Whether `value` is written back exactly by its repr (a number, a string, a tuple of
+    them...): what ast.literal_eval reads without running anything."""
     try:
-        return ("value", pickle.dumps(value))
-    except Exception as err:  # noqa: BLE001 (any object may refuse to pickle, in any way)
-        if required:
-            raise TypeError(f"a closure value of type {type(value).__name__} cannot be "
-                            "sent") from err
-        return None
+        return type(value) in (int, float, complex, str, bytes, bool, type(None), tuple) \
+            and ast.literal_eval(repr(value)) == value
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
 
 
 def _importable(value):

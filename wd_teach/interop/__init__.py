@@ -7,8 +7,10 @@ env, shipped or a learner's own folder, fits without an edit, and nothing below 
                    (pip install "wd-teach[torchrl]")
     gymnasium.py   GymnasiumVectorEnv, GymnasiumEnv: a single-agent env as gymnasium's
                    vector env (NumPy in and out), and one copy of it as a gymnasium.Env
-    wrapped.py     what both share: an env from a name, a folder or an object; a new seed
-                   for the start states
+    pettingzoo.py  PettingZooEnv: one game of any multi-agent env as a PettingZoo
+                   ParallelEnv, agents named by role (pip install "wd-teach[pettingzoo]")
+    wrapped.py     what they share: an env from a name, a folder or an object; a new seed
+                   for the start states; agents grouped by role
 
-`import wd_teach` does not import this layer: TorchRL is an optional extra.
+`import wd_teach` does not import this layer: TorchRL and PettingZoo are optional extras.
 """

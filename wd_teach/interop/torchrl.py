@@ -45,11 +45,15 @@ from wd_teach import backends
 from wd_teach.env import ACTIONS, DONE, Env
 from wd_teach.env.wrapper import EnvWrapper
 from wd_teach.errors import EnvError
-from wd_teach.interop.wrapped import as_env, check_device, check_has_agents, reseed
+from wd_teach.interop.wrapped import (
+    agent_groups,
+    as_env,
+    check_device,
+    check_has_agents,
+    reseed,
+)
 from wd_teach.launch import MAX_THREADS_PER_BLOCK
 
-#: The group of every agent of an env that names no roles (TorchRL's name for it too).
-ALL_AGENTS = "agents"
 #: The done entries, at the root and in every group.
 DONE_KEYS = ("done", "terminated", "truncated")
 #: Names a group may not take: they are keys of the root TensorDict already.
@@ -71,7 +75,7 @@ class TorchRLEnv(EnvBase):
                  check_actions: bool = True, max_threads: int = MAX_THREADS_PER_BLOCK):
         env = as_env(env)
         check_has_agents(env)
-        groups = agent_groups(env, group_map)
+        groups = agent_groups(env, group_map, reserved=RESERVED)
         _check_spaces(env)
         backend = backends.get(backend)  # chosen once: the device check and the wrapper
         check_device(device, backend)
@@ -170,39 +174,6 @@ class TorchRLEnv(EnvBase):
 
 
 # -- groups -------------------------------------------------------------------------------------
-
-
-def agent_groups(env: Env, group_map: dict[str, list[int]] | None = None) -> dict[str, list]:
-    """The groups of `env`'s agents: `group_map` if given, else the env's roles, else one
-    group of all. Every agent must be in exactly one group, so that each action is written
-    once and each reward read once."""
-    groups = group_map if group_map is not None else env.agent_roles()
-    if not groups:
-        return {ALL_AGENTS: list(range(env.num_agents))}
-    where = "group_map" if group_map is not None else f"{type(env).__name__}.agent_roles()"
-    if not isinstance(groups, dict):
-        raise EnvError(f"{where} must be a dict of group name -> agent indices, got "
-                       f"{type(groups).__name__}.")
-    seen: dict[int, str] = {}
-    for name, agents in groups.items():
-        if not isinstance(name, str) or not name.isidentifier() or name in RESERVED:
-            raise EnvError(f"{where}: group name {name!r} cannot be used: give a plain name "
-                           f"(letters, digits, _) other than {', '.join(sorted(RESERVED))}.")
-        if len(agents) == 0:
-            raise EnvError(f"{where}: group {name!r} has no agents. Leave it out.")
-        for agent in agents:
-            if not isinstance(agent, (int, np.integer)) or not 0 <= agent < env.num_agents:
-                raise EnvError(f"{where}: group {name!r} names agent {agent!r}, but the agents "
-                               f"are 0 to {env.num_agents - 1}.")
-            if agent in seen:
-                raise EnvError(f"{where}: agent {agent} is in both {seen[agent]!r} and "
-                               f"{name!r}; each agent must be in exactly one group.")
-            seen[int(agent)] = name
-    missing = sorted(set(range(env.num_agents)) - set(seen))
-    if missing:
-        raise EnvError(f"{where}: agents {missing[:10]} are in no group; every agent must be "
-                       "in one. Pass group_map= to TorchRLEnv to group them yourself.")
-    return {name: [int(a) for a in agents] for name, agents in groups.items()}
 
 
 def _index(agents: list[int], device: torch.device):

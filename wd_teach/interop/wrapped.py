@@ -20,6 +20,9 @@ from wd_teach.env.registry import find_env, known_envs
 from wd_teach.env.wrapper import EnvWrapper
 from wd_teach.errors import EnvError, MissingPieceError
 
+#: The group of every agent of an env that names no roles (TorchRL's name for it too).
+ALL_AGENTS = "agents"
+
 
 class MissingExtraError(MissingPieceError, ModuleNotFoundError):
     """A package of an optional extra is not installed. A MissingPieceError, and also the
@@ -53,6 +56,44 @@ def check_has_agents(env: Env) -> None:
     if not isinstance(env.num_agents, (int, np.integer)) or env.num_agents < 1:
         raise EnvError(f"{type(env).__name__} has {env.num_agents!r} agents per environment; "
                        "an adapter needs at least one. Check its config (e.g. num_agents).")
+
+
+def agent_groups(env: Env, group_map: dict[str, list[int]] | None = None, *,
+                 reserved=frozenset()) -> dict[str, list]:
+    """The groups of `env`'s agents: `group_map` if given, else the env's roles, else one
+    group of all. Every agent must be in exactly one group, so that each action is written
+    once and each reward read once. `reserved`: names the adapter's library keeps."""
+    groups = group_map if group_map is not None else env.agent_roles()
+    if not groups:
+        return {ALL_AGENTS: list(range(env.num_agents))}
+    where = "group_map" if group_map is not None else f"{type(env).__name__}.agent_roles()"
+    if not isinstance(groups, dict):
+        raise EnvError(f"{where} must be a dict of group name -> agent indices, got "
+                       f"{type(groups).__name__}.")
+    seen: dict[int, str] = {}
+    for name, agents in groups.items():
+        if not isinstance(name, str) or not name.isidentifier() or name in reserved:
+            raise EnvError(f"{where}: group name {name!r} cannot be used: give a plain name "
+                           f"(letters, digits, _){_other_than(reserved)}.")
+        if len(agents) == 0:
+            raise EnvError(f"{where}: group {name!r} has no agents. Leave it out.")
+        for agent in agents:
+            if not isinstance(agent, (int, np.integer)) or not 0 <= agent < env.num_agents:
+                raise EnvError(f"{where}: group {name!r} names agent {agent!r}, but the agents "
+                               f"are 0 to {env.num_agents - 1}.")
+            if agent in seen:
+                raise EnvError(f"{where}: agent {agent} is in both {seen[agent]!r} and "
+                               f"{name!r}; each agent must be in exactly one group.")
+            seen[int(agent)] = name
+    missing = sorted(set(range(env.num_agents)) - set(seen))
+    if missing:
+        raise EnvError(f"{where}: agents {missing[:10]} are in no group; every agent must be "
+                       "in one. Pass group_map= to the adapter to group them yourself.")
+    return {name: [int(a) for a in agents] for name, agents in groups.items()}
+
+
+def _other_than(reserved) -> str:
+    return f" other than {', '.join(sorted(reserved))}" if reserved else ""
 
 
 def wrapper_device(backend: str | None) -> torch.device:

@@ -72,6 +72,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.distributed as dist
 
@@ -281,7 +282,7 @@ def spawn_ranks(world_size: int, fn, *args, gpu: bool) -> list:
     with tempfile.TemporaryDirectory(prefix="wd_teach_ranks_") as folder:
         torch.multiprocessing.spawn(_rank_main, nprocs=world_size, join=True,
                                     args=(world_size, free_port(), gpu, folder, fn, args))
-        return [torch.load(Path(folder) / f"rank{r}.pt", weights_only=False)
+        return [from_plain(torch.load(Path(folder) / f"rank{r}.pt", weights_only=True))
                 for r in range(world_size)]
 
 
@@ -291,7 +292,45 @@ def _rank_main(rank, world_size, port, gpu, folder, fn, args) -> None:
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     with process_group(Place(rank, rank, world_size, world_size), gpu):
-        torch.save(fn(rank, world_size, *args), Path(folder) / f"rank{rank}.pt")
+        torch.save(to_plain(fn(rank, world_size, *args), fn), Path(folder) / f"rank{rank}.pt")
+
+
+#: The key under which a RankResult travels as a plain dict.
+RANK_RESULT = "__wd_teach_rank_result__"
+#: What a rank's result may be made of: what torch.load(weights_only=True) reads back, so
+#: reading a rank's file never runs code from it (a full pickle would).
+PLAIN = (torch.Tensor, str, bool, int, float, type(None))
+
+
+def to_plain(value, fn=None):
+    """`value` as tensors, numbers, strings, and lists, tuples and dicts of them (a
+    RankResult as a dict under RANK_RESULT); anything else is refused, naming it."""
+    if isinstance(value, RankResult):
+        return {RANK_RESULT: to_plain(dict(vars(value)), fn)}
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, PLAIN):
+        return value
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_plain(item, fn) for item in value)
+    if isinstance(value, dict) and all(isinstance(k, (str, int)) for k in value):
+        return {key: to_plain(item, fn) for key, item in value.items()}
+    name = getattr(fn, "__name__", "a rank's function")
+    raise TrainError(f"{name} returned a value of type {type(value).__name__}, which a rank "
+                     "cannot hand back: results travel as tensors, numbers, strings, and "
+                     "lists, tuples and dicts (with str or int keys) of them, read back "
+                     "without pickle. Return those instead.")
+
+
+def from_plain(value):
+    """The inverse of `to_plain`: RankResults made again from their dicts."""
+    if isinstance(value, dict):
+        if set(value) == {RANK_RESULT}:
+            return RankResult(**from_plain(value[RANK_RESULT]))
+        return {key: from_plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(from_plain(item) for item in value)
+    return value
 
 
 # -- the entries --------------------------------------------------------------------------------

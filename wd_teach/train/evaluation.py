@@ -21,6 +21,7 @@ import torch
 
 from wd_teach.env.wrapper import EnvWrapper
 from wd_teach.errors import TrainError
+from wd_teach.ranges import require_whole
 from wd_teach.train.acting import make_acting, random_actions
 from wd_teach.train.metrics import EpisodeStats
 from wd_teach.train.rollout import Rollout
@@ -106,6 +107,20 @@ def in_rollouts(wrapper, playing: Playing, steps: int, most: int) -> list[Rollou
     return rollouts
 
 
+def _checked(trainer, num_envs, steps, seed) -> tuple[int, int, int]:
+    """Leave one out for its default (the training envs' count, one episode's length, the
+    trainer's seed + 1); given, each must be a whole number in range. 0 is refused, not
+    read as "the default": an evaluation of no envs or no steps has nothing to report."""
+    num_envs = (trainer.wrapper.num_envs if num_envs is None else
+                require_whole("evaluate: num_envs", num_envs, low=1, high=2**31,
+                              error=TrainError))
+    steps = (trainer.env.episode_length if steps is None else
+             require_whole("evaluate: steps", steps, low=1, high=2**31, error=TrainError))
+    seed = (trainer.seed + 1 if seed is None else
+            require_whole("evaluate: seed", seed, low=0, high=2**64, error=TrainError))
+    return num_envs, steps, seed
+
+
 @torch.no_grad()
 def play_first_episodes(trainer, num_envs: int | None = None, steps: int | None = None, *,
                         greedy: bool = True, random: tuple[str, ...] = (),
@@ -113,9 +128,7 @@ def play_first_episodes(trainer, num_envs: int | None = None, steps: int | None 
                         backend: str | None = None) -> Evaluation:
     """`trainer`'s policies play the first episode of `num_envs` fresh envs; see
     Trainer.evaluate. The training envs are not touched."""
-    num_envs = num_envs or trainer.wrapper.num_envs
-    steps = steps or trainer.env.episode_length
-    seed = trainer.seed + 1 if seed is None else seed
+    num_envs, steps, seed = _checked(trainer, num_envs, steps, seed)
     unknown = sorted(set(random) - {g.name for g in trainer.groups})
     if unknown:
         raise TrainError(f"random={unknown}: no such policy. Policies: "

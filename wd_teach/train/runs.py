@@ -12,6 +12,7 @@ folder never mixes two runs. Files that are not a run's (your notes) are left al
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from wd_teach.errors import TrainError
@@ -43,6 +44,7 @@ def check_run_folder(folder: str | Path, env: str, *, force: bool = False,
     and may be written again, as long as it holds no checkpoint of a later iteration (going
     on from an earlier one would replace the later ones)."""
     folder = Path(folder)
+    check_writable_folder(folder)
     if resuming is not None and folder.resolve() == resuming.parent.resolve():
         if force:
             raise TrainError(f"--force with --resume {resuming}: it would delete the checkpoint "
@@ -57,6 +59,25 @@ def check_run_folder(folder: str | Path, env: str, *, force: bool = False,
                          "one. Choose another folder with --out DIR, go on from it with "
                          f"`wd-teach train {env} --resume {folder}`, or replace it with "
                          "--force (which deletes that run's files first).")
+
+
+def check_writable_folder(folder: Path) -> None:
+    """Refuse, before anything is written, an --out that can never hold a run: an existing
+    file, a path under a file, or a folder this user may not write into. Without this the
+    first write fails half way, with a traceback from pathlib instead of a sentence."""
+    if folder.exists() and not folder.is_dir():
+        raise TrainError(f"--out {folder} is a file, not a folder: a run writes several "
+                         "files into a folder. Give a folder's path (new or existing).")
+    existing = next(p for p in (folder, *folder.parents) if p.exists() or p.is_symlink())
+    if not existing.is_dir():
+        kind = "a broken link" if existing.is_symlink() and not existing.exists() else "a file"
+        where = "is" if existing == folder else f"lies under {existing}, which is"
+        raise TrainError(f"--out {folder} {where} {kind}, not a folder, so the run's folder "
+                         "cannot be made there. Give a path whose parents are folders.")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        what = "the folder" if existing == folder else f"{existing}, where it would be made,"
+        raise TrainError(f"--out {folder}: {what} cannot be written by this user. Give a "
+                         "folder you may write to (your home or the project's runs/).")
 
 
 def clear_run_folder(folder: str | Path) -> list[Path]:
