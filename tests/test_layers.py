@@ -28,7 +28,7 @@ LAYERS = [
     ("reset", {"reset"}),
     ("env", {"env"}),
     ("train", {"train"}),
-    ("scale", {"scale"}),
+    ("scale", {"scale", "fundamentals"}),  # lesson 10 measures the GPU, after lesson 09
     ("top", {"exercises", "cli", "__main__", "interop",
              # the old paths of lessons/'s modules, kept for older code: nothing uses them
              "colab", "show", "pictures", "sizes", "demo"}),
