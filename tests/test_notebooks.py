@@ -69,3 +69,37 @@ def test_the_first_code_cell_is_at_most_five_lines(path):
 def test_private_imports_are_found_behind_magics():
     cell = "%matplotlib inline\nif True:\n    !ls\nfrom wd_teach_envs._tag import render\n"
     assert imported_names(cell) == ["wd_teach_envs._tag.render"]
+
+
+def shown_checks(source_cells: list[str]) -> list[tuple[str, str]]:
+    """(module, name) of every checker whose result a cell shows: its last line is a bare
+    `check_...(...)` call, as in an exercise cell before it is solved."""
+    imported, shown = {}, []
+    for source in source_cells:
+        tree = ast.parse(MAGIC.sub(r"\1pass", source))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                imported.update({alias.asname or alias.name: node.module for alias in node.names})
+        last = tree.body[-1] if tree.body else None
+        if (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call)
+                and isinstance(last.value.func, ast.Name)
+                and last.value.func.id.startswith("check")):
+            shown.append((imported.get(last.value.func.id), last.value.func.id))
+    return shown
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_an_unsolved_exercise_shows_words_not_a_bare_false(path):
+    """A cell that ends in a checker's call shows what it returns: a Verdict, whose repr
+    says what is right and what is not yet, where a bool would show a bare `False`."""
+    import importlib
+
+    from wd_teach.exercises.verdict import Verdict
+
+    notebook = nbformat.read(path, as_version=4)
+    for module, name in shown_checks([c.source for c in notebook.cells
+                                      if c.cell_type == "code"]):
+        assert module and module.startswith("wd_teach.exercises"), f"{path.name}: {name}"
+        check = getattr(importlib.import_module(module), name)
+        assert check.__annotations__.get("return") in (Verdict, "Verdict"), (
+            f"{path.name}: {module}.{name} does not return a Verdict")
