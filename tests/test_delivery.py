@@ -172,8 +172,10 @@ def _imports(notebook: Path) -> set[str]:
     for cell in json.loads(notebook.read_text())["cells"]:
         if cell["cell_type"] != "code":
             continue
-        source = "\n".join(line for line in "".join(cell["source"]).splitlines()
-                           if not line.lstrip().startswith(("%", "!")))
+        # Magics and shell lines read as `pass`, at their indent (a `!` may be an if's body).
+        source = "\n".join(line[:len(line) - len(line.lstrip())] + "pass"
+                           if line.lstrip().startswith(("%", "!")) else line
+                           for line in "".join(cell["source"]).splitlines())
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.Import):
                 found |= {alias.name.split(".")[0] for alias in node.names}
