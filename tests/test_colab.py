@@ -287,3 +287,11 @@ def test_the_install_cell_installs_wd_teach_into_a_fresh_environment(tmp_path):
         got = {p.relative_to(Path(site, package)) for p in Path(site, package).rglob("*")
                if p.is_file() and "__pycache__" not in p.parts}
         assert sorted(want - got) == [], f"{package}: the wheel leaves these out"
+
+
+def test_colab_cells_check_finds_every_notebook_up_to_date():
+    """`scripts/colab_cells.py --check` (what to run after adding a notebook) reads the list of
+    notebooks from the folder, so a new one is checked without a change here."""
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "colab_cells.py"), "--check"],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
