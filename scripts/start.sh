@@ -15,4 +15,7 @@ cd "$(dirname "$0")/.."
 wd-teach doctor
 wd-teach train cartpole --out runs/cartpole --force  # re-running replaces the last quick-start run
 echo
-echo "Next: jupyter lab notebooks/   (start with 00_welcome.ipynb)"
+# The venv is active only inside this script: the hint names its jupyter, so that it works
+# as it is in the shell that ran the script.
+echo "Next: .venv/bin/jupyter lab notebooks/   (start with 00_welcome.ipynb)"
+echo "      or first: source .venv/bin/activate, then: jupyter lab notebooks/"

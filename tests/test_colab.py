@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import tomllib
+from IPython.core.inputtransformer2 import TransformerManager
 
 import wd_teach
 from wd_teach.errors import MissingPieceError
@@ -32,6 +33,14 @@ def test_notebook_opens_with_the_colab_badge_and_the_install_cell(path):
     assert _text(cells[0]) == colab.badge_cell(path.name, REPOSITORY), fix
     first_code = next(cell for cell in cells if cell["cell_type"] == "code")
     assert _text(first_code) == colab.setup_cell(REPOSITORY), fix
+
+
+def test_the_install_cell_is_at_most_five_short_lines():
+    """The first code a learner meets is the set-up: it stays short, the work is in
+    wd_teach.lessons.colab."""
+    lines = colab.setup_cell(REPOSITORY).splitlines()
+    assert len(lines) <= 5, colab.setup_cell(REPOSITORY)
+    assert max(map(len, lines)) <= 100
 
 
 def test_badge_opens_this_notebook_from_the_repository_on_colab():
@@ -168,6 +177,7 @@ def test_setup_without_a_gpu_says_how_to_select_one(monkeypatch, capfd):
     assert colab.setup_colab() == 0
     out = capfd.readouterr().out
     assert "Runtime > Change runtime type" in out and "simulator" in out
+    assert re.search(r"^Set-up done in \d+ s\.$", out, re.MULTILINE)  # it says how long
     assert "backends that can run here: " + ", ".join(wd_teach.discover().backends) in out
 
 
@@ -178,53 +188,50 @@ def package_index_reachable() -> bool:
     return found.returncode == 0
 
 
-def _run_cell(python, env, cwd=None):
-    return subprocess.run([python, "-c", colab.setup_cell(REPOSITORY)], capture_output=True,
-                          text=True, env=env, cwd=cwd, timeout=1200)
+#: Runs a cell as IPython would, with `get_ipython().system` (what a `!` line becomes) handing
+#: the command to the shell; with "colab" as first argument google.colab is importable, as on
+#: Colab. A failed command ends the run with its exit status.
+RUNNER = """\
+import subprocess, sys, types
+if sys.argv[1] == "colab":
+    sys.modules["google.colab"] = types.ModuleType("google.colab")
+class Shell:
+    def system(self, command):
+        print("$", command, flush=True)
+        if subprocess.run(command, shell=True).returncode:
+            sys.exit(1)
+get_ipython = Shell
+exec(sys.argv[2])
+"""
 
 
-def test_the_install_cell_shows_each_line_as_it_comes_and_says_how_long(tmp_path):
-    """On 'Colab', with wd_teach importable, the cell runs only
-    `python -m wd_teach.lessons.colab`;
-    a stand-in module there prints a line, waits, and prints another: the first line must
-    reach the cell's output before the second is written (pip's progress, as it goes)."""
+def _run_cell(python, env, where="colab", cwd=None, source=None):
     cell = colab.setup_cell(REPOSITORY)
-    assert colab.SETUP_MINUTES in " ".join(line.lstrip("# ") for line in cell.splitlines())
-    stand_in = tmp_path / "wd_teach"
-    stand_in.mkdir()
-    (stand_in / "__init__.py").write_text("")
-    (stand_in / "lessons").mkdir()
-    (stand_in / "lessons" / "__init__.py").write_text("")
-    (stand_in / "lessons" / "colab.py").write_text(
-        "import pathlib, time\n"
-        "print('step one', flush=True)\n"
-        "for _ in range(200):\n"
-        "    if pathlib.Path('seen').exists(): break\n"
-        "    time.sleep(0.05)\n"
-        "print('step two' if pathlib.Path('seen').exists() else 'step one not shown in 10 s')\n")
-    watcher = ("import runpy, sys, pathlib\n"
-               "class Out:\n"
-               "    def write(self, text):\n"
-               "        sys.__stdout__.write(text)\n"
-               "        if 'step one' in text: pathlib.Path('seen').touch()\n"
-               "    def flush(self): sys.__stdout__.flush()\n"
-               "sys.stdout = Out()\n"
-               "exec(sys.argv[1])\n")
-    env = {**os.environ, "COLAB_RELEASE_TAG": "wd-teach-test", "PYTHONPATH": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-c", watcher, cell], capture_output=True, text=True,
-                          env=env, cwd=tmp_path, timeout=60)
+    if source is not None:
+        cell = cell.replace(colab.install_source(REPOSITORY), source)
+    code = TransformerManager().transform_cell(cell)
+    return subprocess.run([python, "-c", RUNNER, where, code], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=1200)
+
+
+def test_on_colab_the_install_cell_installs_wd_teach_then_runs_the_set_up(tmp_path):
+    """On 'Colab' the cell runs one shell command: pip installs wd-teach from the repository,
+    then `python -m wd_teach.lessons.colab` does the rest (here stand-ins for both print)."""
+    for name, says in [("pip", "pip $*"), ("python", "python $*")]:
+        (tmp_path / name).write_text(f"#!/bin/sh\necho {says}\n")
+        (tmp_path / name).chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    done = _run_cell(sys.executable, env)
     assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
-    assert lines[:3] == ["$ python -m wd_teach.lessons.colab", "step one", "step two"]
-    assert re.fullmatch(r"Set-up done in \d+ s\.", lines[3]) and len(lines) == 4
+    assert done.stdout.splitlines()[1:] == [
+        f"pip install {colab.install_source(REPOSITORY)}", "python -m wd_teach.lessons.colab"]
+    assert colab.SETUP_MINUTES in colab.setup_cell(REPOSITORY)
 
 
 def test_the_install_cell_does_nothing_off_colab():
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COLAB_")}
-    done = _run_cell(sys.executable, env)
+    done = _run_cell(sys.executable, dict(os.environ), where="here")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == (
-        "Not on Colab: nothing to install, wd-teach comes from this environment.")
+    assert done.stdout == ""
 
 
 @pytest.mark.slow
@@ -245,10 +252,10 @@ def test_the_install_cell_installs_wd_teach_into_a_fresh_environment(tmp_path):
     python = str(venv / "bin" / "python")
     torch = os.environ.get("TORCH_SPEC", "torch==2.13.0")  # as scripts/venv.sh
     subprocess.run([python, "-m", "pip", "install", "-q", torch], check=True, timeout=1200)
-    env = {**os.environ, "COLAB_RELEASE_TAG": "wd-teach-test", "WD_TEACH_SOURCE": str(source),
-           "PYTHONPATH": "", "VIRTUAL_ENV": str(venv)}
+    env = {**os.environ, "PYTHONPATH": "", "VIRTUAL_ENV": str(venv),
+           "PATH": f"{venv / 'bin'}:{os.environ['PATH']}"}  # the cell's pip and python
     env.pop("NUMBA_ENABLE_CUDASIM", None)
-    done = _run_cell(python, env, cwd=tmp_path)  # not the checkout: `import wd_teach` finds it
+    done = _run_cell(python, env, cwd=tmp_path, source=str(source))  # not the checkout
     assert done.returncode == 0, done.stdout + done.stderr
     has_gpu = importlib.util.find_spec("torch") and __import__("torch").cuda.is_available()
     if not has_gpu:
@@ -280,3 +287,11 @@ def test_the_install_cell_installs_wd_teach_into_a_fresh_environment(tmp_path):
         got = {p.relative_to(Path(site, package)) for p in Path(site, package).rglob("*")
                if p.is_file() and "__pycache__" not in p.parts}
         assert sorted(want - got) == [], f"{package}: the wheel leaves these out"
+
+
+def test_colab_cells_check_finds_every_notebook_up_to_date():
+    """`scripts/colab_cells.py --check` (what to run after adding a notebook) reads the list of
+    notebooks from the folder, so a new one is checked without a change here."""
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "colab_cells.py"), "--check"],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -172,8 +172,10 @@ def _imports(notebook: Path) -> set[str]:
     for cell in json.loads(notebook.read_text())["cells"]:
         if cell["cell_type"] != "code":
             continue
-        source = "\n".join(line for line in "".join(cell["source"]).splitlines()
-                           if not line.lstrip().startswith(("%", "!")))
+        # Magics and shell lines read as `pass`, at their indent (a `!` may be an if's body).
+        source = "\n".join(line[:len(line) - len(line.lstrip())] + "pass"
+                           if line.lstrip().startswith(("%", "!")) else line
+                           for line in "".join(cell["source"]).splitlines())
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.Import):
                 found |= {alias.name.split(".")[0] for alias in node.names}
@@ -390,3 +392,11 @@ def test_z2jh_values_give_each_seat_a_gpu_the_image_and_culling():
     assert f"WD_TEACH_WORK={seat['storage']['homeMountPath']} " in DOCKERFILE
     assert values["cull"]["enabled"] is True and values["cull"]["timeout"] > 0
     assert values["hub"]["config"]["JupyterHub"]["authenticator_class"] == "shared-password"
+
+
+def test_the_quick_start_ends_with_a_hint_that_works_in_a_fresh_shell():
+    """scripts/start.sh activates .venv only for itself: a bare `jupyter lab` in the shell
+    that ran it is not found, or is another one."""
+    script = (REPO / "scripts" / "start.sh").read_text()
+    hints = [line for line in script.splitlines() if line.startswith('echo "Next:')]
+    assert hints and all(".venv/bin/jupyter lab notebooks/" in hint for hint in hints)

@@ -1,7 +1,15 @@
 """Every notebook opens with its lesson plan (what you will learn, what it assumes, how long it
-takes), and the teacher's guide and the lessons' index agree with the notebooks."""
+takes), and the teacher's guide and the lessons' index agree with the notebooks.
+
+A notebook's times have one source, its own metadata (`metadata.wd_teach`): `minutes` to work
+through it (a plan), `gpu` (every cell on a GPU, in words: not timed notebook by notebook,
+docs/teaching.md says how it was estimated) and `cpu_seconds` (every cell on a CPU, measured:
+docs/teaching.md says on what). The lesson plan, docs/teaching.md's table and
+notebooks/README.md's index are checked against it here.
+"""
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -16,6 +24,25 @@ TIME = re.compile(r"\*\*Time:\*\* about (\d+) minutes to work through\. Running 
 
 def _cells(path):
     return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def cpu_words(seconds: float) -> str:
+    """A measured CPU time as the documents say it: rounded up to 5 s, or past a minute and a
+    half to whole minutes."""
+    if seconds > 90:
+        return f"about {math.ceil(seconds / 60)} minutes"
+    return f"about {5 * math.ceil(seconds / 5)} s"
+
+
+def times(path) -> tuple[str, str, str]:
+    """(minutes, GPU, CPU) as the documents write them, from the notebook's metadata."""
+    meta = json.loads(path.read_text(encoding="utf-8"))["metadata"].get("wd_teach", {})
+    assert isinstance(meta.get("minutes"), int) and isinstance(meta.get("gpu"), str) and (
+        isinstance(meta.get("cpu_seconds"), (int, float))), (
+        f"{path.name}: metadata.wd_teach needs minutes (to work through), gpu (every cell on "
+        "a GPU, in words) and cpu_seconds (every cell on a CPU, measured): the one source of "
+        "its times")
+    return str(meta["minutes"]), meta["gpu"], cpu_words(meta["cpu_seconds"])
 
 
 def lesson_plan(path) -> str:
@@ -39,7 +66,10 @@ def test_every_notebook_opens_with_objectives_prerequisites_and_time(path):
     bullets = re.findall(r"^- \S", objectives[1].split("**Before it:**")[0], re.MULTILINE)
     assert len(bullets) >= 2, f"{path.name}: fewer than two objectives"
     assert re.search(r"\*\*Before it:\*\* \S", plan), f"{path.name}: no prerequisites"
-    assert TIME.search(plan.replace("\n", " ")), f"{path.name}: no time on a GPU and a CPU"
+    found = TIME.search(plan.replace("\n", " "))
+    assert found, f"{path.name}: no time on a GPU and a CPU"
+    assert found.groups() == times(path), (
+        f"{path.name}: the lesson plan says {found.groups()}, its metadata {times(path)}")
 
 
 def test_the_teachers_guide_times_are_the_notebooks_times():
@@ -48,16 +78,25 @@ def test_the_teachers_guide_times_are_the_notebooks_times():
         TEACHING.read_text(), re.MULTILINE)}
     assert sorted(rows) == [p.stem for p in NOTEBOOKS], "docs/teaching.md's time table"
     for path in NOTEBOOKS:
-        minutes, gpu, cpu = TIME.search(lesson_plan(path).replace("\n", " ")).groups()
-        assert rows[path.stem] == (minutes, gpu, cpu), (
-            f"{path.stem}: the notebook says {minutes} min / {gpu} / {cpu}, "
+        assert rows[path.stem] == times(path), (
+            f"{path.stem}: the notebook's metadata says {times(path)}, "
             f"docs/teaching.md says {rows[path.stem]}")
 
 
-def test_the_lessons_index_lists_every_notebook_in_order():
+def test_the_lessons_index_lists_every_notebook_in_order_with_its_time():
     index = (REPO / "notebooks" / "README.md").read_text()
-    listed = re.findall(r"^\| \[(\d\d_\w+)\]\(\1\.ipynb\)", index, re.MULTILINE)
-    assert listed == [p.stem for p in NOTEBOOKS]
+    listed = re.findall(r"^\| \[(\d\d_\w+)\]\(\1\.ipynb\) \|.*?\| (\d+) min \|", index,
+                        re.MULTILINE)
+    assert [stem for stem, _ in listed] == [p.stem for p in NOTEBOOKS]
+    for (stem, minutes), path in zip(listed, NOTEBOOKS, strict=True):
+        assert minutes == times(path)[0], (
+            f"{stem}: notebooks/README.md says {minutes} min, the notebook's metadata "
+            f"{times(path)[0]}")
+
+
+def test_cpu_times_are_rounded_up_to_five_seconds_or_whole_minutes():
+    assert [cpu_words(s) for s in (4.2, 5, 19.1, 71, 539.1)] == [
+        "about 5 s", "about 5 s", "about 20 s", "about 75 s", "about 9 minutes"]
 
 
 def test_the_teachers_guide_cites_files_that_exist_and_the_sources():

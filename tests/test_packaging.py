@@ -53,6 +53,20 @@ def test_environment_yml_has_nothing_pyproject_lacks():
     assert {"pip": ["-e ."]} in env["dependencies"]
 
 
+def test_environment_yml_says_how_to_get_what_it_leaves_out():
+    """Each optional extra that environment.yml does not list (PyCUDA: it needs a driver and
+    nvcc) is named in its comments with the conda command that brings it, so the file does
+    not promise what it lacks."""
+    conda, _ = conda_requirements()
+    comments = "\n".join(line for line in (REPO / "environment.yml").read_text().splitlines()
+                         if line.startswith("#"))
+    for requirement in map(Requirement, PYPROJECT["project"]["optional-dependencies"]["pycuda"]):
+        if requirement.name not in conda:
+            assert "is not listed" in comments and (
+                f"conda install -c conda-forge {requirement.name}" in comments), (
+                f"environment.yml neither lists {requirement.name} nor says how to get it")
+
+
 def test_python_versions_span_3_10_to_3_13():
     spec = SpecifierSet(PYPROJECT["project"]["requires-python"])
     assert all(v in spec for v in ["3.10", "3.11", "3.12", "3.13"])

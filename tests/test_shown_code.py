@@ -29,9 +29,11 @@ CUT_BETWEEN_STRINGS = re.compile(r"""\.index\(\s*['"](//|/\*|#include|extern|__g
 
 
 def _python(cell_source: str) -> str:
-    """A code cell without its IPython magics and shell lines, so that ast can parse it."""
-    return "\n".join(line for line in cell_source.splitlines()
-                     if not line.lstrip().startswith(("%", "!")))
+    """A code cell with its IPython magics and shell lines read as `pass` (at their indent, so
+    an `if` around a `!` line still has a body), so that ast can parse it."""
+    return "\n".join(line[:len(line) - len(line.lstrip())] + "pass"
+                     if line.lstrip().startswith(("%", "!")) else line
+                     for line in cell_source.splitlines())
 
 
 def _code_cells(notebook: dict):

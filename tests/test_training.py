@@ -215,3 +215,13 @@ def test_cli_train_writes_metrics_curve_and_checkpoint(tmp_path, capsys):
 def test_cli_train_says_what_is_wrong(capsys):
     assert main(["train", "cartpole", "--set", "trainer.lrr=1"]) == 2
     assert "Did you mean 'trainer.lr'" in capsys.readouterr().err
+
+
+def test_progress_bars_write_to_stdout_in_a_notebook_and_to_stderr_elsewhere():
+    """Jupyter shows stderr on a pink background, which learners read as an error."""
+    import sys
+
+    from wd_teach.train.trainer import progress_stream
+
+    assert progress_stream({"ipykernel": object()}) is sys.stdout
+    assert progress_stream({}) is sys.stderr

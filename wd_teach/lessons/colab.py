@@ -1,9 +1,11 @@
 """Colab: the badge and the install cell at the top of every notebook, and the set-up they run.
 
 A Colab runtime starts bare, so every notebook opens with an "Open in Colab" badge and a first
-code cell that, on Colab only, pip-installs wd-teach from its source and then runs
-`python -m wd_teach.lessons.colab`, which lands in `setup_colab()` here. It runs in a process of its
-own, so the learner's kernel imports numba only after everything below is installed.
+code cell of five lines that, on Colab only, pip-installs wd-teach from its source and then runs
+`python -m wd_teach.lessons.colab`, which lands in `setup_colab()` here: the work is here, not
+in the cell, which is the first code a learner meets. It runs in a process of its own, so the
+learner's kernel imports numba only after everything below is installed, and the cell's `!`
+shows every command's output as it comes.
 
 Colab's GPU driver can be older than the CUDA that pip brings for Numba (its NVVM compiler);
 the driver then refuses Numba's PTX (CUDA_ERROR_UNSUPPORTED_PTX_VERSION). So the extra that
@@ -29,6 +31,7 @@ import re
 import shlex
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -49,8 +52,8 @@ BADGE_HEAD = "[![Open In Colab]"
 
 #: How long the set-up takes, as the install cell says. PyCUDA's build is the long part: its
 #: sdist built in about two minutes on the GPU machine where it was timed; the whole cell has
-#: not been timed on Colab, so the cell prints its own time when it ends.
-SETUP_MINUTES = "a few minutes on a GPU runtime, mostly PyCUDA's build from source"
+#: not been timed on Colab, so `setup_colab` prints its own time when it ends.
+SETUP_MINUTES = "a few minutes on a GPU runtime, mostly building PyCUDA"
 
 #: Where a mounted Google Drive keeps the PyCUDA wheel that pip builds, for the next runtime.
 DRIVE = Path("/content/drive/MyDrive")
@@ -105,36 +108,16 @@ def relink(text: str, repository: str) -> str:
 
 
 def setup_cell(repository: str) -> str:
-    """The first code cell of every notebook. It runs before wd-teach is installed, so it uses
-    only the standard library; WD_TEACH_SOURCE (a path or a pip URL) installs from elsewhere.
-    pip's output is printed line by line as it comes, so a learner sees the install move."""
+    """The first code cell of every notebook: short, since it is the first code a learner meets.
+    On Colab it pip-installs wd-teach, then runs `python -m wd_teach.lessons.colab`
+    (`setup_colab` here), which does the rest. IPython's `!` streams the commands' output into
+    the cell as it comes, so a learner sees the install move; elsewhere the cell does nothing."""
     return f'''\
-{SETUP_CELL_HEAD} with PyCUDA and the Numba CUDA that suits this runtime's GPU
-# driver, and check that a GPU runtime is selected. Elsewhere this cell does nothing.
-# Time: {SETUP_MINUTES}.
-# pip's output shows as it goes. Mount Google Drive first (Files pane > Mount Drive) and
-# PyCUDA's build is kept there for your next runtime.
-import importlib.util
-import os
-import subprocess
+{SETUP_CELL_HEAD} and what this runtime's GPU needs (elsewhere: nothing).
+# Time: {SETUP_MINUTES}. Steps: wd_teach/lessons/colab.py.
 import sys
-import time
-
-if "google.colab" in sys.modules or any(name.startswith("COLAB_") for name in os.environ):
-    start = time.monotonic()
-    source = os.environ.get("WD_TEACH_SOURCE", "{install_source(repository)}")
-    steps = [] if importlib.util.find_spec("wd_teach") else [["-m", "pip", "install", source]]
-    for step in [*steps, ["-m", "wd_teach.lessons.colab"]]:
-        print("$ python", *step, flush=True)
-        with subprocess.Popen([sys.executable, *step], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) as process:
-            for line in process.stdout:
-                print(line, end="", flush=True)
-        if process.returncode:
-            raise subprocess.CalledProcessError(process.returncode, step)
-    print(f"Set-up done in {{time.monotonic() - start:.0f}} s.")
-else:
-    print("Not on Colab: nothing to install, wd-teach comes from this environment.")'''
+if "google.colab" in sys.modules:
+    !pip install {install_source(repository)} && python -m wd_teach.lessons.colab'''
 
 
 def _text(cell: dict) -> str:
@@ -238,6 +221,7 @@ def _wheel_folder(nvcc: bool) -> Path | None:
 def setup_colab() -> int:
     """Install what this runtime's GPU needs, then print the doctor's table. Returns 0 when the
     lessons can run (on the GPU, or on the simulator without one)."""
+    start = time.monotonic()
     driver = _driver_cuda_version()
     if driver is None:
         print(NO_GPU, end="\n\n", flush=True)
@@ -251,6 +235,7 @@ def setup_colab() -> int:
             return 1
     # A new process sees what was just installed; this one imported numba before.
     doctor = _run(sys.executable, "-m", "wd_teach.cli", "doctor")
+    print(f"Set-up done in {time.monotonic() - start:.0f} s.", flush=True)
     if doctor.returncode == 0:
         print("\nReady: run the next cells. If this session had imported wd_teach or numba before "
               "this cell, restart it first (Runtime > Restart session).", flush=True)

@@ -25,6 +25,7 @@ is all or nothing: a checkpoint that does not fit is refused before the trainer 
 from __future__ import annotations
 
 import math
+import sys
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -74,6 +75,13 @@ def check_fits(num_envs: int, num_agents: int) -> None:
         raise ConfigError(f"env.num_envs={num_envs:,} with {num_agents:,} agents each does "
                           f"not fit the device: {err}") from err
 
+
+
+def progress_stream(modules=sys.modules):
+    """Where progress bars write: stdout in a Jupyter kernel, where stderr shows on a pink
+    background that learners read as an error; stderr elsewhere, so that a script's stdout
+    keeps only its results."""
+    return sys.stdout if "ipykernel" in modules else sys.stderr
 
 class Trainer:
     """Everything one training run needs, built from a config (see wd_teach.train.config): an
@@ -243,6 +251,8 @@ class Trainer:
         `callback(trainer, row)` after each iteration; returning True stops early."""
         # Plain-text tqdm, not tqdm.auto: in Jupyter that one wants ipywidgets (left out, so
         # that the static book fetches no widget script) and warns "IProgress not found".
+        # In a notebook it writes to stdout: Jupyter shows stderr on a pink background, which
+        # reads as an error.
         from tqdm import tqdm
 
         iterations = self.config.trainer.iterations if iterations is None else int(iterations)
@@ -250,7 +260,7 @@ class Trainer:
             raise TrainError(f"train({iterations}): iterations cannot be negative.")
         every = self.config.trainer.checkpoint_every
         log = open_log(self.config.trainer.logger, out)  # checked before the first iteration
-        bar = tqdm(range(iterations), disable=not progress, unit="it",
+        bar = tqdm(range(iterations), disable=not progress, unit="it", file=progress_stream(),
                    desc=f"{self.config.env.name} {self.config.algorithm_name}")
         try:
             for _ in bar:

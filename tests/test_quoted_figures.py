@@ -1,0 +1,82 @@
+"""Figures that the README and the teacher's guide quote agree with their source.
+
+A measured number in prose goes stale silently when the measurement is run again. So every
+passage (a paragraph or a list item) that cites a results file, `bench/results/NAME.json`,
+quotes only numbers found in the files it cites (or in bench/NOTES.md where it cites that
+too), rounded as quoted; sizes (envs, games, agents, iterations) are settings, not
+measurements. A count of tests has no file to be checked against, so none is quoted: the
+test run says it. The notebooks' times have their own test (tests/test_lesson_plans.py).
+"""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DOCUMENTS = ["README.md", "docs/teaching.md"]
+CITED = re.compile(r"bench/results/([\w.-]+\.json)")
+#: 12,345 or 1,234,567: a measured rate or count as the documents write one.
+BIG = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+)(?![\d,]*\d)(?!\s*(?:x |envs\b|games\b|"
+                 r"agents\b|iterations\b|runners\b|-env))")
+#: 0.365 ms: a measured time.
+MILLISECONDS = re.compile(r"(?<![\w.,])(\d+\.\d+) ms\b")
+
+
+def passages(text: str) -> list[str]:
+    """A document's paragraphs, each list item apart."""
+    return [item for paragraph in re.split(r"\n\s*\n", text)
+            for item in re.split(r"\n(?=- )", paragraph)]
+
+
+def numbers(tree) -> list[float]:
+    """Every number in a JSON tree."""
+    if isinstance(tree, bool):
+        return []
+    if isinstance(tree, (int, float)):
+        return [tree]
+    values = tree.values() if isinstance(tree, dict) else tree if isinstance(tree, list) else []
+    return [n for value in values for n in numbers(value)]
+
+
+def unfound(passage: str) -> list[str]:
+    """The measured figures of a passage that its cited files do not hold."""
+    values = [n for name in CITED.findall(passage)
+              for n in numbers(json.loads((REPO / "bench" / "results" / name).read_text()))]
+    notes = (REPO / "bench" / "NOTES.md").read_text() if "bench/NOTES.md" in passage else ""
+    missing = []
+    for quoted in BIG.findall(passage):
+        n = int(quoted.replace(",", ""))
+        rounded = n % 1000 == 0  # "242,000": a rate quoted to the thousand
+        if not (any(round(v) == n or (rounded and round(v, -3) == n) for v in values)
+                or quoted in notes):
+            missing.append(quoted)
+    for quoted in MILLISECONDS.findall(passage):
+        places = len(quoted.split(".")[1])
+        if not any(round(v, places) == float(quoted) or round(v * 1e3, places) == float(quoted)
+                   for v in values):
+            missing.append(f"{quoted} ms")
+    return missing
+
+
+@pytest.mark.parametrize("document", DOCUMENTS)
+def test_figures_quoted_from_bench_results_are_in_the_files_cited(document):
+    cited = [p for p in passages((REPO / document).read_text()) if CITED.search(p)]
+    assert cited, f"{document} cites no results file"
+    wrong = {p.strip()[:80]: unfound(p) for p in cited if unfound(p)}
+    assert wrong == {}, f"{document}: figures that the cited files do not hold"
+
+
+@pytest.mark.parametrize("document", DOCUMENTS)
+def test_no_count_of_tests_is_quoted(document):
+    """The number of tests grows with every branch; a count in prose is stale at once."""
+    text = (REPO / document).read_text().replace("\n", " ")
+    assert re.findall(r"\b\d[\d,]* (?:tests|passed)\b(?! on)", text) == []
+
+
+def test_a_figure_the_cited_file_lacks_is_found():
+    passage = ("at 500 envs: 899,969 env steps/s and 12.345 ms "
+               "(`bench/results/versus_warpdrive_h100.json`)")
+    assert unfound(passage) == ["12.345 ms"]
+    assert "1,234,567" in unfound(passage.replace("899,969", "1,234,567"))
