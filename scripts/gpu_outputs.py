@@ -1,0 +1,80 @@
+"""Run lessons top to bottom on a GPU machine and save them with their outputs.
+
+    python scripts/gpu_outputs.py notebooks/10_gpu_fundamentals.ipynb --out artifacts/outputs
+    python scripts/gpu_outputs.py notebooks/*.ipynb --out artifacts/outputs --backend numba
+
+Each notebook runs in a fresh kernel at full size (WD_TEACH_SIZES is left unset, so
+`lesson_sizes()` picks the GPU's sizes) on the backend named, and is written to --out with
+every cell's outputs and, in its metadata under `wd_teach.outputs`, the GPU, the versions of
+torch, numba-cuda and PyCUDA, the backend and the date: a reader on GitHub or in the book
+then sees the numbers of a real run, and knows where they came from. nbval still runs the
+saved notebooks on a CPU, where outputs that vary are not compared (--nbval-lax).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+
+def version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def provenance(backend: str) -> dict:
+    """Where and with what a notebook's outputs were made."""
+    import torch
+
+    if not torch.cuda.is_available():
+        sys.exit("gpu_outputs: torch sees no CUDA GPU here; saved outputs come from a GPU run.")
+    return {"gpu": torch.cuda.get_device_name(0), "backend": backend,
+            "torch": torch.__version__, "numba_cuda": version("numba-cuda"),
+            "pycuda": version("pycuda"), "date": datetime.date.today().isoformat()}
+
+
+def run(path: Path, out: Path, backend: str, cell_timeout: int) -> float:
+    """Execute `path` in a fresh kernel and write it to `out`; the seconds it took."""
+    notebook = nbformat.read(path, as_version=4)
+    start = time.perf_counter()
+    NotebookClient(notebook, timeout=cell_timeout, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    notebook.metadata.setdefault("wd_teach", {})["outputs"] = provenance(backend)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, out)
+    return time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="+", type=Path)
+    parser.add_argument("--out", type=Path, required=True, help="folder for the saved notebooks")
+    parser.add_argument("--backend", default="pycuda", choices=["pycuda", "numba"])
+    parser.add_argument("--cell-timeout", type=int, default=600)
+    args = parser.parse_args(argv)
+    os.environ["WD_TEACH_BACKEND"] = args.backend
+    provenance(args.backend)  # no GPU: stop before running anything
+    failed = 0
+    for path in args.notebooks:
+        try:
+            seconds = run(path, args.out / path.name, args.backend, args.cell_timeout)
+            print(f"{path.name}: saved with outputs, {seconds:.0f} s", flush=True)
+        except Exception as error:  # noqa: BLE001 - report each notebook and go on
+            failed += 1
+            print(f"{path.name}: FAILED: {type(error).__name__}: {str(error)[-400:]}",
+                  flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
