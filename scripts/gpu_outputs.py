@@ -26,10 +26,16 @@ from nbclient import NotebookClient
 
 
 def version(package: str) -> str | None:
+    """The installed version; for a package unpacked without its metadata (a GPU kit's
+    PyCUDA), the module's own version text."""
     try:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
-        return None
+        try:
+            module = __import__(package.replace("-", "_"))
+        except ImportError:
+            return None
+        return getattr(module, "VERSION_TEXT", None) or getattr(module, "__version__", None)
 
 
 def provenance(backend: str) -> dict:

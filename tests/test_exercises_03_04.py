@@ -163,11 +163,16 @@ def test_the_gpu_types_of_a_kernels_variables_show_a_float64_sum():
 @pytest.mark.parametrize("kernel", [draw_from_a_bare_float, draw_from_float_zero],
                          ids=["0.0", "float(0)"])
 def test_a_running_sum_that_a_gpu_makes_float64_is_refused(kernel, capsys):
-    """On the simulator every draw is right; the types a GPU gives the sum are not."""
+    """On the simulator every draw is right, and the types a GPU gives the sum are what
+    refuses it; on a GPU the float64 sum already draws wrong actions (measured on an H100:
+    3 of 120 agents), which refuses it first."""
     verdict = lesson_03.check_draw_kernels(kernel, DRAW_CU, "numba")
     out = capsys.readouterr().out
     assert not verdict and not verdict.passed_here
-    assert "cumulative is a float64" in out and "np.float32(0.0)" in out
+    if wd_teach.gpu_available():
+        assert "drew the wrong action" in out or "cumulative is a float64" in out
+    else:
+        assert "cumulative is a float64" in out and "np.float32(0.0)" in out
 
 
 def test_draw_checker_waits_for_both_halves(capsys):

@@ -139,7 +139,9 @@ def test_the_fast_floors_update_with_tritons_kernel_is_the_plain_floors():
         assert ran, "the Triton kernel did not run"
         print("checked", cases, "kernel calls", len(ran))
     """)
-    env = {**os.environ, "PYTHONPATH": os.path.dirname(__file__)}
+    # the tests' folder first, and whatever the path held (a GPU kit's packages live there)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [os.path.dirname(__file__), *filter(None, [os.environ.get("PYTHONPATH")])])}
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=900, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
