@@ -218,3 +218,16 @@ def test_nsight_computes_metric_lines_are_picked_out(tmp_path, monkeypatch):
         "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum  sector  40")
     monkeypatch.setattr(sanitizer.shutil, "which", lambda name: None)
     assert "not on this machine" in sanitizer.nsight_compute("sum_rows")
+
+
+def test_the_warp_loads_picture_counts_the_lines_a_load_touches():
+    """Lesson 10's picture: with rows of 10 floats a strided load of a warp spans 10 lines
+    of 128 bytes, an action-major one fits in 1; the figure shows both, titled so."""
+    from wd_teach.fundamentals import pictures
+
+    strided = pictures.lane_addresses(10, action_major=False)
+    coalesced = pictures.lane_addresses(10, action_major=True)
+    assert len(set(strided // 128)) == 10 and len(set(coalesced // 128)) == 1
+    fig = pictures.draw_warp_loads(10)
+    titles = [ax.get_title(loc="left") for ax in fig.axes]
+    assert len(titles) == 2 and "10 line(s)" in titles[0] and "1 line(s)" in titles[1]
