@@ -16,7 +16,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${GPU_CHECK_OUT:-artifacts/gpu_check}"
-workers="${GPU_CHECK_WORKERS:-6}"
+workers="${GPU_CHECK_WORKERS:-10}"
 seconds="${GPU_CHECK_TIMEOUT:-540}"
 extra=("$@")
 mkdir -p "$out"
@@ -32,12 +32,16 @@ python -c "import pycuda" 2>/dev/null || {
   exit 2
 }
 
-# Ten processes share the machine's cores: each gets its share of torch/OpenMP threads,
-# or every process spins up one per core and the CPU-side work of all slows to a crawl.
+# The test workers and the four notebook runs share the machine's cores: each gets its share
+# of torch/OpenMP threads, or every process spins up one per core and all slow to a crawl.
 parts=$(( workers + 4 ))
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$(( $(nproc) / parts > 0 ? $(nproc) / parts : 1 ))}"
 spread=()
 python -c "import xdist" 2>/dev/null && spread=(-n "$workers")
+# worksteal (pytest-xdist 3.2+) hands a slow worker's queued tests to idle ones, so the long
+# notebook tests at the end do not leave the others waiting.
+python -c "import xdist, sys; sys.exit(tuple(map(int, xdist.__version__.split('.')[:2])) < (3, 2))" \
+  2>/dev/null && spread+=(--dist worksteal)
 limit=()
 python -c "import pytest_timeout" 2>/dev/null && limit=(--timeout 420)
 
