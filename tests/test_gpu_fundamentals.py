@@ -13,7 +13,7 @@ import wd_teach
 from wd_teach.device import nvcc_path
 from wd_teach.exercises import lesson_10
 from wd_teach.fundamentals import kernels_numba, measure, reference, sanitizer
-from wd_teach.show import cuda_function
+from wd_teach.lessons.show import cuda_function
 
 KERNELS_CU = (measure.__file__.rsplit("/", 1)[0]) + "/kernels.cu"
 HEADER = "#define TILE 32\n#define GRAVITY 9.8f\n#define POLE_HALF_LENGTH 0.5f\n"

@@ -76,7 +76,7 @@ def test_registers_and_occupancy_are_read_from_the_compiled_kernels(kernels):
 def test_the_solutions_verdicts_are_true_with_both_halves_run():
     text = open(KERNELS_CU).read()
     header = "#define TILE 32\n#define GRAVITY 9.8f\n#define POLE_HALF_LENGTH 0.5f\n"
-    from wd_teach.show import cuda_function
+    from wd_teach.lessons.show import cuda_function
 
     for check, kernel, extra in ((lesson_10.check_sum_columns, kernels_numba.sum_columns, ""),
                                  (lesson_10.check_padded_transpose,
