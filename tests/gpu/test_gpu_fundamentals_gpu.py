@@ -27,9 +27,10 @@ def kernels(request):
     return measure.Kernels(request.param)
 
 
-def test_the_row_sums_and_their_bandwidth(kernels):
-    actions = 10
-    rows = measure.past_the_cache(actions << 20, "cuda") // actions
+@pytest.mark.parametrize("actions", measure.ROW_WIDTHS)
+def test_the_row_sums_and_their_bandwidth(kernels, actions):
+    limits = measure.card_limits()
+    rows = measure.same_bytes_at_every_width(measure.ROW_WIDTHS, "cuda", limits) // actions
     probs = torch.rand(rows, actions, device="cuda")
     sums = torch.zeros(rows, device="cuda")
     ceiling = measure.copy_ceiling(probs.nbytes, "cuda")
@@ -38,12 +39,13 @@ def test_the_row_sums_and_their_bandwidth(kernels):
         launch = partial(kernels.launch, name, measure.blocks_for(rows, 256), 256,
                          data.reshape(-1), sums, rows, actions)
         launch()
-        assert np.allclose(sums.cpu().numpy(), reference.sum_rows(probs.cpu().numpy()),
-                           rtol=1e-4)
-        rates[name] = measure.gb_per_s(probs.nbytes + sums.nbytes,
-                                       measure.median_seconds(launch, "cuda"))
-    assert 0 < rates["sum_rows"] and rates["sum_columns"] < 1.5 * ceiling
-    print(kernels.backend, {k: round(v) for k, v in rates.items()}, "copy", round(ceiling))
+        assert torch.allclose(sums, probs.sum(dim=1), rtol=1e-4)
+        rates[kernels.backend, actions, name] = measure.gb_per_s(
+            probs.nbytes + sums.nbytes, measure.median_seconds(launch, "cuda"))
+    assert all(0 < rate < 1.5 * ceiling for rate in rates.values())
+    assert limits.peak_gb_per_s and limits.peak_gb_per_s > 0
+    print({k[2]: round(v) for k, v in rates.items()}, "copy", round(ceiling), "peak",
+          round(limits.peak_gb_per_s), measure.stride_cost(rates), sep="\n")
 
 
 @pytest.mark.parametrize("name", ["transpose_naive", "transpose_tiled", "transpose_padded"])
