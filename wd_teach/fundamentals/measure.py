@@ -143,14 +143,17 @@ def card_limits(device=None) -> Limits:
 def _peak_gb_per_s() -> float | None:
     """The card's memory bandwidth on paper, from the driver's memory clock (kHz) and bus
     width (bits), read through Numba's device (torch's properties do not carry them)."""
-    from numba import cuda
-    from numba.cuda.cudadrv.error import CudaDriverError
+    from numba import config, cuda
+
+    if config.ENABLE_CUDASIM:  # a simulated device has no memory clock
+        return None
+    from numba.cuda.cudadrv.error import CudaDriverError, CudaSupportError
 
     try:
         card = cuda.get_current_device()
         return 2 * card.MEMORY_CLOCK_RATE * 1e3 * card.GLOBAL_MEMORY_BUS_WIDTH / 8 / 1e9
-    except (AttributeError, cuda.CudaSupportError, CudaDriverError):
-        return None  # a simulated device, or a driver that will not say
+    except (AttributeError, CudaSupportError, CudaDriverError):
+        return None  # a driver that will not say
 
 
 @dataclass(frozen=True)
