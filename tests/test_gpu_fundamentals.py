@@ -13,7 +13,7 @@ import wd_teach
 from wd_teach.device import nvcc_path
 from wd_teach.exercises import lesson_10
 from wd_teach.fundamentals import kernels_numba, measure, reference, sanitizer
-from wd_teach.show import cuda_function
+from wd_teach.lessons.show import cuda_function
 
 KERNELS_CU = (measure.__file__.rsplit("/", 1)[0]) + "/kernels.cu"
 HEADER = "#define TILE 32\n#define GRAVITY 9.8f\n#define POLE_HALF_LENGTH 0.5f\n"
@@ -231,3 +231,28 @@ def test_the_warp_loads_picture_counts_the_lines_a_load_touches():
     fig = pictures.draw_warp_loads(10)
     titles = [ax.get_title(loc="left") for ax in fig.axes]
     assert len(titles) == 2 and "10 line(s)" in titles[0] and "1 line(s)" in titles[1]
+
+
+def test_step_3_moves_the_same_bytes_at_every_width_with_rows_at_the_widest():
+    floats = measure.same_bytes_at_every_width(measure.ROW_WIDTHS, "cpu")
+    assert floats // max(measure.ROW_WIDTHS) == 32  # one warp of rows on the simulator
+    assert min(measure.ROW_WIDTHS) == 10 and max(measure.ROW_WIDTHS) * 4 > 128  # past a line
+
+
+def test_the_rate_rows_give_the_copys_and_the_cards_share():
+    assert measure.H100.peak_gb_per_s == pytest.approx(2 * 2619e6 * 5120 / 8 / 1e9, rel=1e-3)
+    assert measure._peak_gb_per_s() is None  # the simulator has no memory clock to read
+    row = measure.rate_row("k", 1676.0, 2000.0, 3352.0, seconds=0.001)
+    assert (row["ms"], row["% of copy"], row["% of peak"]) == ("1.000", "84%", "50%")
+    assert "% of peak" not in measure.rate_row("k", 1.0, 2.0)  # no peak known: no column
+
+
+def test_what_the_stride_cost_is_said_from_the_measured_rates_only():
+    def rates(*shares):
+        return {**{("pycuda", w, "sum_columns"): 1000.0 for w in (10, 64, 512)},
+                **{("pycuda", w, "sum_rows"): 1000.0 * s for w, s in zip((10, 64, 512),
+                                                                      shares, strict=True)}}
+    opened = measure.stride_cost(rates(0.99, 0.5, 0.25))
+    assert "99% at 10, 50% at 64, 25% at 512" in opened
+    assert "at 512 actions a row the row-major read took 4.0 times as long" in opened
+    assert "No gap opened" in measure.stride_cost(rates(0.99, 0.97, 0.9))

@@ -5,7 +5,9 @@ A notebook's times have one source, its own metadata (`metadata.wd_teach`): `min
 through it (a plan), `gpu` (every cell on a GPU, in words: not timed notebook by notebook,
 docs/teaching.md says how it was estimated) and `cpu_seconds` (every cell on a CPU, measured:
 docs/teaching.md says on what). The lesson plan, docs/teaching.md's table and
-notebooks/README.md's index are checked against it here.
+notebooks/README.md's index are checked against it here, and so is the three-hour path: the
+kernels it has the learner write (three at least, each with its checker) and their minutes,
+which must agree with the table of how those minutes were set and fit the path's slots.
 """
 
 import json
@@ -111,3 +113,36 @@ def test_the_teachers_guide_cites_files_that_exist_and_the_sources():
         assert source in text, f"docs/teaching.md does not link {source}"
     for link in re.findall(r"\]\((\.\./[^)#]+)", text):
         assert (TEACHING.parent / link).resolve().exists(), f"docs/teaching.md: broken {link}"
+
+
+def _rows(section: str) -> list[list[str]]:
+    """The cells of a markdown table's body rows in `section` (header and rule left out)."""
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")]
+            for line in section.splitlines() if line.startswith("| ")]
+    return [row for row in rows[1:] if not set(row[0]) <= set("- ")]
+
+
+def test_the_three_hour_path_has_the_learner_write_three_checked_kernels_in_time():
+    text = TEACHING.read_text()
+    section = text.split("## A three-hour workshop", 1)[1].split("\n## ", 1)[0]
+    path_table, kernels_table = section.split("### ", 1)
+    path = _rows(path_table)
+    starts = [int(h) * 60 + int(m) for h, m in (row[0].split(":") for row in path)]
+    assert starts[0] == 0 and starts == sorted(set(starts)) and starts[-1] < 180, starts
+    slots = [b - a for a, b in zip(starts, starts[1:] + [180], strict=True)]
+    written = {}
+    for row, slot in zip(path, slots, strict=True):
+        if not row[3]:
+            continue
+        found = re.fullmatch(r"(`\w+`(?: and `\w+`)?) \(`(check_\w+)`\), (\d+) min", row[3])
+        assert found, f"the path's row at {row[0]}: '{row[3]}' is not 'kernel (checker), N min'"
+        lesson = row[1][:2]
+        notebook = next(p for p in NOTEBOOKS if p.stem.startswith(lesson))
+        assert found[2] in notebook.read_text(), f"{notebook.name} does not call {found[2]}"
+        module = __import__(f"wd_teach.exercises.lesson_{lesson}", fromlist=[found[2]])
+        assert callable(getattr(module, found[2], None)), f"no {found[2]} for lesson {lesson}"
+        assert int(found[3]) < slot, f"{found[1]}: {found[3]} min in a {slot}-minute slot"
+        written[found[2]] = (found[1], lesson, f"{found[3]} min")
+    assert len(written) >= 3, "the three-hour path has the learner write fewer than 3 kernels"
+    timed = {row[2].strip("`"): (row[0], row[1], row[3]) for row in _rows(kernels_table)}
+    assert timed == written, "the path's kernels and minutes differ from the table below it"

@@ -108,6 +108,9 @@ class Limits:
     registers_per_sm: int
     shared_per_sm: int  # bytes
     register_unit: int = 256  # registers are given to a warp in multiples of this
+    #: Memory bandwidth on paper, GB/s: twice the memory clock (data moves on both edges)
+    #: times the bus's width. None where the card does not say.
+    peak_gb_per_s: float | None = None
 
     @property
     def warps_per_sm(self) -> int:
@@ -116,7 +119,8 @@ class Limits:
 
 #: An H100 SXM's limits (compute capability 9.0): what a CPU-only run computes with.
 H100 = Limits("NVIDIA H100 80GB HBM3 (saved limits)", sms=132, threads_per_sm=2048,
-              blocks_per_sm=32, registers_per_sm=65536, shared_per_sm=228 * 1024)
+              blocks_per_sm=32, registers_per_sm=65536, shared_per_sm=228 * 1024,
+              peak_gb_per_s=3352.0)  # HBM3: 2 x 2,619 MHz x 5,120 bits / 8
 
 #: Resident blocks per SM by compute capability, where it is not 32 (CUDA Programming
 #: Guide, "Technical Specifications per Compute Capability").
@@ -132,7 +136,24 @@ def card_limits(device=None) -> Limits:
                   threads_per_sm=p.max_threads_per_multi_processor,
                   blocks_per_sm=_BLOCKS_PER_SM.get((p.major, p.minor), 32),
                   registers_per_sm=getattr(p, "regs_per_multiprocessor", 65536),
-                  shared_per_sm=getattr(p, "shared_memory_per_multiprocessor", 228 * 1024))
+                  shared_per_sm=getattr(p, "shared_memory_per_multiprocessor", 228 * 1024),
+                  peak_gb_per_s=_peak_gb_per_s())
+
+
+def _peak_gb_per_s() -> float | None:
+    """The card's memory bandwidth on paper, from the driver's memory clock (kHz) and bus
+    width (bits), read through Numba's device (torch's properties do not carry them)."""
+    from numba import config, cuda
+
+    if config.ENABLE_CUDASIM:  # a simulated device has no memory clock
+        return None
+    from numba.cuda.cudadrv.error import CudaDriverError, CudaSupportError
+
+    try:
+        card = cuda.get_current_device()
+        return 2 * card.MEMORY_CLOCK_RATE * 1e3 * card.GLOBAL_MEMORY_BUS_WIDTH / 8 / 1e9
+    except (AttributeError, CudaSupportError, CudaDriverError):
+        return None  # a driver that will not say
 
 
 @dataclass(frozen=True)
@@ -191,13 +212,68 @@ def bank_conflict_ways(row_floats: int) -> int:
 
 # The lesson's tables.
 
-def bandwidth_row(label: str, fn, nbytes: int, device, ceiling: float | None) -> dict:
+def bandwidth_row(label: str, fn, nbytes: int, device, ceiling: float | None,
+                  peak: float | None = None) -> dict:
     """One row of a bandwidth table: `fn`'s median time, its GB/s, and the share of the copy's
-    GB/s (`ceiling`) that is."""
+    GB/s (`ceiling`) that is; with `peak`, the share of the card's bandwidth on paper too."""
     seconds = median_seconds(fn, device)
-    rate = gb_per_s(nbytes, seconds)
-    return {"kernel": label, "ms": f"{seconds * 1e3:.3f}", "GB/s": f"{rate:,.0f}",
-            "% of copy": f"{100 * rate / ceiling:.0f}%" if ceiling else "-"}
+    return rate_row(label, gb_per_s(nbytes, seconds), ceiling, peak, seconds)
+
+
+def rate_row(label: str, rate: float, ceiling: float | None, peak: float | None = None,
+             seconds: float | None = None) -> dict:
+    """A table row for a rate already measured (GB/s); the peak's column only where given."""
+    row = {"kernel": label, "ms": f"{seconds * 1e3:.3f}" if seconds else "-",
+           "GB/s": f"{rate:,.0f}", "% of copy": _share(rate, ceiling)}
+    return {**row, "% of peak": _share(rate, peak)} if peak else row
+
+
+def _share(rate: float, of: float | None) -> str:
+    return f"{100 * rate / of:.0f}%" if of else "-"
+
+
+# Step 3: the strided read at several row widths.
+
+#: The row widths Step 3 measures: the sampler's 10 actions (a warp's rows share 10 lines),
+#: then rows of 2 and of 16 lines (every lane's load in a line of its own).
+ROW_WIDTHS = (10, 64, 512)
+
+
+def same_bytes_at_every_width(widths, device, limits: Limits = H100) -> int:
+    """How many floats Step 3's probabilities hold, the same at every row width so that each
+    width moves the same bytes. On a GPU: more than the L2 holds (past_the_cache), and at the
+    widest enough rows (one thread each) to fill every SM's thread slots twice, so that no
+    width is short of threads. On the CPU: one warp of rows at the widest (the simulator is
+    slow)."""
+    widest = max(widths)
+    if torch.device(device).type != "cuda":
+        return WARP * widest
+    return past_the_cache(2 * limits.sms * limits.threads_per_sm * widest, device)
+
+
+def stride_cost(rates: dict) -> str:
+    """What the row-major (strided) read cost against the action-major (coalesced) one at
+    each width, written from the measured GB/s, `rates[backend, width, kernel]` with kernel
+    "sum_rows" or "sum_columns": so that the lesson says only what this run measured."""
+    said = []
+    for backend in dict.fromkeys(key[0] for key in rates):
+        widths = sorted({width for b, width, _ in rates if b == backend})
+        share = {w: rates[backend, w, "sum_rows"] / rates[backend, w, "sum_columns"]
+                 for w in widths}
+        each = ", ".join(f"{share[w]:.0%} at {w}" for w in widths)
+        said.append(f"{backend}: the row-major read's GB/s, as a share of the action-major "
+                    f"read's: {each} actions a row.")
+        if len(widths) == 1:
+            continue
+        worst = min(widths[1:], key=share.get)
+        if share[worst] < 0.8 * share[widths[0]]:
+            said.append(f"  The gap opened as the rows widened: at {worst} actions a row the "
+                        f"row-major read took {1 / share[worst]:.1f} times as long as the "
+                        "action-major one.")
+        else:
+            said.append("  No gap opened here as the rows widened: the row-major read kept "
+                        "within 20% of its share at the narrowest rows.")
+    return "\n".join(said)
 
 
 def show_table(rows: list[dict]) -> None:
