@@ -58,6 +58,32 @@ def test_both_cart_kernels_move_every_env_once(kernels, name, grid, block):
     assert np.allclose(moved.numpy(), reference.push_carts(state, 0.02), atol=1e-6)
 
 
+@cuda.jit
+def reverse_in_shared(values):
+    """Reverses a block's values through dynamic shared memory: the array of shape 0 is
+    the bytes the launch gave each block, and the kernel needs a float per thread."""
+    staged = cuda.shared.array(0, float32)
+    lane = cuda.threadIdx.x
+    staged[lane] = values[lane]
+    cuda.syncthreads()
+    values[lane] = staged[cuda.blockDim.x - 1 - lane]
+
+
+def test_a_launch_gives_each_block_the_dynamic_shared_memory_it_asks_for():
+    kernels = measure.Kernels("numba", reverse_in_shared)
+    values = torch.arange(32, dtype=torch.float32)
+    kernels.launch("reverse_in_shared", 1, 32, values, shared=32 * 4)
+    assert values.tolist() == list(range(31, -1, -1))
+    reverse = kernels.bind("reverse_in_shared", values)  # bound once, launched twice
+    reverse(1, 32, 32 * 4)
+    reverse(1, 32, shared=32 * 4)
+    assert values.tolist() == list(range(31, -1, -1))
+    with pytest.raises(IndexError):  # no bytes asked for: the simulator's array is empty
+        reverse(1, 32)
+    with pytest.raises(wd_teach.WdTeachError, match="whole number"):
+        reverse(1, 32, shared=-4)
+
+
 def test_occupancy_names_the_limit_that_binds():
     assert measure.occupancy(30, 1024) == measure.Occupancy(2, 64, 1.0, "threads")
     assert measure.occupancy(64, 1024).limiter == "registers"  # half the warps

@@ -18,8 +18,10 @@ import torch
 
 from wd_teach.errors import MissingPieceError
 
-#: What a launcher calls to launch one bound kernel: (grid, block, stream handle) -> None.
-LaunchCall = Callable[[tuple, tuple, int], None]
+#: What a launcher calls to launch one bound kernel: (grid, block, stream handle[, dynamic
+#: shared memory]) -> None. The last, bytes of shared memory each block gets at launch
+#: (PyCUDA's `shared_size=`, Numba's fourth launch setting), may be left out: 0.
+LaunchCall = Callable[..., None]
 
 
 class Backend(str):

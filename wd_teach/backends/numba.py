@@ -2,7 +2,8 @@
 
 A kernel receives a store's array as `numba.cuda.as_cuda_array(tensor)`, a view of the
 memory torch owns (on the simulator: the CPU tensor's own NumPy view). A launch is Numba's
-own, `kernel[grid, block, stream](*args)`. On a GPU, with the fast floor on
+own, `kernel[grid, block, stream, shared](*args)` (shared: bytes of dynamic shared memory a
+block gets). On a GPU, with the fast floor on
 (wd_teach.floors), a launch skips Numba's dispatcher: wd_teach/fast/direct_launch.py.
 """
 
@@ -96,9 +97,9 @@ class NumbaBackend(KernelBackend):
 
     def launch_call(self, kernel, bound: tuple, device: torch.device) -> LaunchCall:
         if device.type != "cuda":  # the simulator
-            def simulated(grid: tuple, block: tuple, stream: int) -> None:
+            def simulated(grid: tuple, block: tuple, stream: int, shared: int = 0) -> None:
                 with _SIMULATOR_LOCK:
-                    kernel[grid, block](*bound)
+                    kernel[grid, block, 0, shared](*bound)
 
             return simulated
         if fast_floor(device):
@@ -108,11 +109,11 @@ class NumbaBackend(KernelBackend):
             if direct:
                 return direct
 
-        def launch(grid: tuple, block: tuple, stream: int) -> None:
-            if stream == 0:
+        def launch(grid: tuple, block: tuple, stream: int, shared: int = 0) -> None:
+            if stream == 0 and shared == 0:
                 kernel[grid, block](*bound)
             else:
-                kernel[grid, block, numba_stream(stream)](*bound)
+                kernel[grid, block, numba_stream(stream) if stream else 0, shared](*bound)
 
         return launch
 

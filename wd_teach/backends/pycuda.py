@@ -67,12 +67,12 @@ class PyCudaBackend(KernelBackend):
         return tensor.data_ptr()
 
     def launch_call(self, function, bound: tuple, device: torch.device) -> LaunchCall:
-        def launch(grid: tuple, block: tuple, stream: int) -> None:
+        def launch(grid: tuple, block: tuple, stream: int, shared: int = 0) -> None:
             if stream == 0:
-                function.prepared_call(_dim3(grid), _dim3(block), *bound)
+                function.prepared_call(_dim3(grid), _dim3(block), *bound, shared_size=shared)
             else:
                 function.prepared_async_call(_dim3(grid), _dim3(block), _stream(stream),
-                                             *bound)
+                                             *bound, shared_size=shared)
 
         return launch
 

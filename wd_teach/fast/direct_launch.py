@@ -80,19 +80,21 @@ class DirectLaunch:
         except (AttributeError, TypeError, ImportError):
             return False
 
-    def __call__(self, grid: tuple, block: tuple, stream: int) -> None:
+    def __call__(self, grid: tuple, block: tuple, stream: int, shared: int = 0) -> None:
         if self.handle is not None:
             g, b = (*grid, 1, 1)[:3], (*block, 1, 1)[:3]
-            error = _driver_launch()(self.handle, *g, *b, 0, stream, self.params, None)
+            error = _driver_launch()(self.handle, *g, *b, shared, stream, self.params, None)
             if error:
                 raise LaunchError(f"the kernel launch failed: {_driver_error(error)} "
-                                  f"(grid {grid}, block {block}).")
+                                  f"(grid {grid}, block {block}, {shared} bytes of dynamic "
+                                  "shared memory).")
             return
         from cuda.core import LaunchConfig, launch
 
-        config = self.configs.get((grid, block))
+        config = self.configs.get((grid, block, shared))
         if config is None:
-            config = self.configs[grid, block] = LaunchConfig(grid=grid, block=block)
+            config = self.configs[grid, block, shared] = LaunchConfig(
+                grid=grid, block=block, shmem_size=shared)
         launch(_core_stream(stream), config, self.kernel, *self.args)
 
 

@@ -26,7 +26,12 @@ BANKS = 32  # shared memory: 32 banks, 4 bytes wide, on every NVIDIA GPU since K
 class Kernels:
     """Kernels of one source (CUDA C text or path for PyCUDA; a module, function or list of
     functions for Numba), launched by hand: `kernels.launch(name, grid, block, *args)` with
-    torch tensors for arrays and Python numbers for scalars."""
+    torch tensors for arrays and Python numbers for scalars, and `shared=` bytes of dynamic
+    shared memory per block where a launch asks for some.
+
+    `kernels.bind(name, *args)` looks the arguments up once and returns the launch itself,
+    `(grid, block, shared=0) -> None`: what a timing loop calls, so that it times the
+    kernel and not Python turning tensors into arguments on every call."""
 
     def __init__(self, backend, kernels=None):
         self.backend = backends.find(backend)
@@ -40,12 +45,25 @@ class Kernels:
     def __contains__(self, name: str) -> bool:
         return name in self.loaded
 
-    def launch(self, name: str, grid, block, *args) -> None:
+    def launch(self, name: str, grid, block, *args, shared: int = 0) -> None:
+        self.bind(name, *args)(grid, block, shared)
+
+    def bind(self, name: str, *args):
+        """Kernel `name` with `args` bound: a function (grid, block, shared=0) that launches
+        it, on the default stream."""
         if name not in self.loaded:
             raise WdTeachError(f"no kernel named {name} (found: {', '.join(self.loaded)}).")
         kernel, _ = self.loaded[name]
         bound = tuple(self._argument(a) for a in args)
-        self.backend.launch_call(kernel, bound, self.device)(_dims(grid), _dims(block), 0)
+        call = self.backend.launch_call(kernel, bound, self.device)
+
+        def launch(grid, block, shared: int = 0) -> None:
+            if not isinstance(shared, int) or shared < 0:
+                raise WdTeachError(f"shared is the bytes of dynamic shared memory a block "
+                                   f"gets: a whole number, 0 or more; got {shared!r}.")
+            call(_dims(grid), _dims(block), 0, shared)
+
+        return launch
 
     def kernel(self, name: str):
         """The compiled kernel itself (a PyCUDA Function, a Numba dispatcher)."""
