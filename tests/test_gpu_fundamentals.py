@@ -92,6 +92,45 @@ def test_occupancy_names_the_limit_that_binds():
     assert measure.occupancy(16, 128, 100 * 1024).limiter == "shared memory"
 
 
+def test_the_system_keeps_a_kiB_of_every_blocks_shared_memory():
+    """45 KiB a block: 5 blocks in an H100's 228 KiB, but 4 with the 1 KiB kept of each."""
+    assert measure.H100.reserved_shared_per_block == 1024
+    assert measure.occupancy(16, 128, 45 * 1024).blocks_per_sm == 4
+    assert measure.card_limits() == measure.H100  # no GPU: the saved limits, named so
+    assert "saved" in measure.card_limits().name
+
+
+@pytest.mark.parametrize("limits", [measure.H100, lesson_10.A100])
+@pytest.mark.parametrize("blocks", [16, 8, 4, 2, 1])
+def test_the_shared_memory_for_an_occupancy_leaves_room_for_so_many_blocks(limits, blocks):
+    shared = measure.shared_for_blocks(blocks, limits)
+    assert measure.occupancy(32, 64, shared, limits).blocks_per_sm == blocks
+    assert measure.occupancy(32, 64, shared - measure.SHARED_STEP, limits).blocks_per_sm > blocks
+
+
+def test_occupancy_is_lowered_by_halves_within_what_a_block_may_ask_for():
+    levels = measure.occupancy_levels(32)  # an H100, blocks of 64 threads
+    assert [occ.fraction for _, occ in levels] == [1.0, 0.5, 0.25, 0.125]
+    assert [occ.limiter for _, occ in levels] == ["threads"] + ["shared memory"] * 3
+    assert levels[0][0] == 0 and all(s <= 48 * 1024 for s, _ in levels)
+    assert [measure.percent(occ.fraction) for _, occ in levels] == ["100%", "50%", "25%",
+                                                                   "12.5%"]
+
+
+def test_what_occupancy_cost_is_said_from_the_measured_rates_only():
+    def rates(width, *gb):
+        return {("pycuda", width, f): g for f, g in zip((1.0, 0.5, 0.25, 0.125), gb,
+                                                         strict=True)}
+    said = measure.occupancy_cost({**rates(1, 2000, 1200, 600, 250),
+                                   **rates(10, 2000, 1900, 1500, 800)})
+    assert "1 float a row: GB/s as a share of 100% occupancy's: 100% at 100%, 60% at 50%" in said
+    assert "lost more than 10% at the first step down; at 12.5% it took 8.0 times" in said
+    assert "kept within 10% down to 50% occupancy; at 12.5% it took 2.5 times" in said
+    assert "rows of 10 floats kept 40% of their GB/s, rows of 1 float 12%" in said
+    flat = measure.occupancy_cost(rates(1, 2000, 1990, 1950, 1900))
+    assert "did not slow this read here" in flat and "times as long" not in flat
+
+
 def test_a_column_of_a_32_float_tile_is_one_bank_and_a_padded_one_spans_all():
     assert measure.bank_conflict_ways(32) == 32
     assert measure.bank_conflict_ways(33) == 1
@@ -217,6 +256,28 @@ def test_every_kernel_has_a_run_and_every_broken_one_a_tool():
     assert set(sanitizer.FINDS) == set(sanitizer.BROKEN) <= set(sanitizer.RUNS)
     lesson = {n for n in vars(kernels_numba) if hasattr(getattr(kernels_numba, n), "py_func")}
     assert lesson - {"fall"} <= set(sanitizer.RUNS)
+
+
+def test_blocks_per_sm_that_forgets_the_reserved_shared_memory_is_refused(capsys):
+    def without_reserved(regs, threads, shared, limits):
+        plain = measure.Limits(**{**vars(limits), "reserved_shared_per_block": 0})
+        return measure.occupancy(regs, threads, shared, plain).blocks_per_sm
+
+    assert not lesson_10.check_occupancy(without_reserved)
+    assert "46080) gave 5; an H100 holds 4" in capsys.readouterr().out
+
+
+def test_the_shared_memory_checker_takes_the_rule_and_refuses_near_misses(capsys):
+    assert lesson_10.check_shared_for(measure.shared_for_blocks)
+    capsys.readouterr()
+    most = lesson_10.check_shared_for(  # the most that still fits: over 48 KiB for 4 blocks
+        lambda blocks, limits: limits.shared_per_sm // blocks - limits.reserved_shared_per_block)
+    assert not most and "more than a block may ask for" in capsys.readouterr().out
+    no_reserve = lesson_10.check_shared_for(lambda blocks, limits: limits.shared_per_sm // (
+        blocks + 1) + 1)
+    assert not no_reserve and "holds 15 blocks of 64 threads, not 16" in capsys.readouterr().out
+    assert not lesson_10.check_shared_for(lambda blocks, limits: None)
+    assert "return a whole number" in capsys.readouterr().out
 
 
 def test_an_unwritten_blocks_per_sm_is_told_to_return_a_number(capsys):

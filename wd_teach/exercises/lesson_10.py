@@ -1,6 +1,6 @@
 """Checkers for 10_gpu_fundamentals: a coalesced read, a transpose without bank conflicts, a
-grid-stride loop (each in Numba and CUDA C), and the occupancy of a kernel from the card's
-limits (Python).
+grid-stride loop (each in Numba and CUDA C), the occupancy of a kernel from the card's
+limits, and the shared memory that lowers it to a given number of blocks an SM (Python).
 
 Speed is a property of the addresses a warp touches, and these checks look at exactly that,
 never at a clock: the coalesced kernel is handed the probabilities action-major, so one that
@@ -122,7 +122,7 @@ def check_occupancy(blocks_per_sm) -> bool:
     the blocks an SM holds at once, against measure.occupancy on cases where each limit
     binds."""
     cases = [(30, 1024, 0), (64, 1024, 0), (32, 1, 0), (40, 256, 0), (16, 128, 48 * 1024),
-             (255, 256, 0), (20, 96, 0)]
+             (255, 256, 0), (20, 96, 0), (16, 128, 45 * 1024)]
     for case in cases:
         regs, threads, shared = case
         want = measure.occupancy(regs, threads, shared, measure.H100)
@@ -138,10 +138,53 @@ def check_occupancy(blocks_per_sm) -> bool:
         if got != want.blocks_per_sm:
             print(f"blocks_per_sm({regs}, {threads}, {shared}) gave {got}; an H100 holds "
                   f"{want.blocks_per_sm} (the {want.limiter} limit binds).")
-            print("Hint: whole warps per block; registers per warp rounded up to 256; the "
-                  "smallest of the four limits wins.")
+            print("Hint: whole warps per block; registers per warp rounded up to 256; a "
+                  "block's shared memory plus the reserved_shared_per_block the system keeps; "
+                  "the smallest of the four limits wins.")
             return False
     print(f"blocks_per_sm: right on {len(cases)} kernels, each of the four limits binding.")
+    return True
+
+
+#: A second card for check_shared_for, so that a right answer is a rule and not an H100's
+#: numbers: an A100's limits (compute capability 8.0; CUDA C Programming Guide).
+A100 = measure.Limits("NVIDIA A100 (saved limits)", sms=108, threads_per_sm=2048,
+                      blocks_per_sm=32, registers_per_sm=65536, shared_per_sm=164 * 1024,
+                      reserved_shared_per_block=1024)
+
+
+@verdict_of("shared memory for an occupancy")
+def check_shared_for(shared_for) -> bool:
+    """shared_for(blocks, limits): the bytes of dynamic shared memory a block of Step 6's
+    launch (measure.OCCUPANCY_BLOCK threads) asks for so that an SM holds `blocks` of them,
+    judged by what measure.occupancy (the table's computation) makes of the answer, on an
+    H100 and an A100."""
+    threads = measure.OCCUPANCY_BLOCK
+    for limits, blocks in ((measure.H100, 16), (measure.H100, 8), (measure.H100, 4),
+                           (A100, 8), (A100, 4)):
+        answer = run_learner_code(lambda: (shared_for(blocks, limits),),  # noqa: B023
+                                  "shared_for", "it takes (blocks, limits).", None)
+        if answer is None:  # it raised, and run_learner_code said what
+            return False
+        got, card = answer[0], limits.name.split(" (")[0]
+        if not isinstance(got, (int, np.integer)) or isinstance(got, bool) or got < 0:
+            print(f"shared_for({blocks}, {card}) returned {got!r}: return a whole number of "
+                  "bytes, 0 or more.")
+            return False
+        if got > limits.shared_per_block:
+            print(f"shared_for({blocks}, {card}) asks for {got:,} bytes, more than a block "
+                  f"may ask for ({limits.shared_per_block:,}) without opting in to more. "
+                  f"Hint: the least amount that leaves room for {blocks} blocks and no more "
+                  "is enough.")
+            return False
+        held = measure.occupancy(32, threads, int(got), limits).blocks_per_sm
+        if held != blocks:
+            print(f"shared_for({blocks}, {card}) gave {got:,} bytes: an SM of the {card} "
+                  f"then holds {held} blocks of {threads} threads, not {blocks}.")
+            print("Hint: a block takes what it asks for plus reserved_shared_per_block; "
+                  f"{blocks + 1} of them must not fit in shared_per_sm, {blocks} must.")
+            return False
+    print("shared_for: right on an H100 (16, 8 and 4 blocks an SM) and an A100 (8 and 4).")
     return True
 
 

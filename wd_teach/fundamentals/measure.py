@@ -126,6 +126,11 @@ class Limits:
     registers_per_sm: int
     shared_per_sm: int  # bytes
     register_unit: int = 256  # registers are given to a warp in multiples of this
+    #: Bytes of shared memory the system keeps for every block (1 KiB since compute
+    #: capability 8.0): a block that asks for s bytes takes s + this of its SM's.
+    reserved_shared_per_block: int = 0
+    #: The most shared memory one block may ask for without opting in to more (48 KiB).
+    shared_per_block: int = 48 * 1024
     #: Memory bandwidth on paper, GB/s: twice the memory clock (data moves on both edges)
     #: times the bus's width. None where the card does not say.
     peak_gb_per_s: float | None = None
@@ -135,9 +140,12 @@ class Limits:
         return self.threads_per_sm // WARP
 
 
-#: An H100 SXM's limits (compute capability 9.0): what a CPU-only run computes with.
+#: An H100 SXM's limits (compute capability 9.0; CUDA C Programming Guide, "Technical
+#: Specifications per Compute Capability", and the driver's answers on an H100): what a
+#: CPU-only run computes with.
 H100 = Limits("NVIDIA H100 80GB HBM3 (saved limits)", sms=132, threads_per_sm=2048,
               blocks_per_sm=32, registers_per_sm=65536, shared_per_sm=228 * 1024,
+              reserved_shared_per_block=1024, shared_per_block=48 * 1024,
               peak_gb_per_s=3352.0)  # HBM3: 2 x 2,619 MHz x 5,120 bits / 8
 
 #: Resident blocks per SM by compute capability, where it is not 32 (CUDA Programming
@@ -146,16 +154,37 @@ _BLOCKS_PER_SM = {(7, 5): 16, (8, 6): 16, (8, 7): 16, (8, 9): 24, (12, 0): 24}
 
 
 def card_limits(device=None) -> Limits:
-    """This GPU's limits (torch's device properties), or an H100's where there is none."""
+    """This GPU's limits (torch's device properties, and the driver's attributes for what
+    torch does not carry), or an H100's where there is none."""
     if not torch.cuda.is_available():
         return H100
     p = torch.cuda.get_device_properties(device or 0)
     return Limits(p.name, sms=p.multi_processor_count,
                   threads_per_sm=p.max_threads_per_multi_processor,
-                  blocks_per_sm=_BLOCKS_PER_SM.get((p.major, p.minor), 32),
+                  blocks_per_sm=_driver_attribute("MAX_BLOCKS_PER_MULTIPROCESSOR",
+                                                  _BLOCKS_PER_SM.get((p.major, p.minor), 32)),
                   registers_per_sm=getattr(p, "regs_per_multiprocessor", 65536),
                   shared_per_sm=getattr(p, "shared_memory_per_multiprocessor", 228 * 1024),
+                  reserved_shared_per_block=_driver_attribute(
+                      "RESERVED_SHARED_MEMORY_PER_BLOCK", 1024 if p.major >= 8 else 0),
+                  shared_per_block=getattr(p, "shared_memory_per_block", 48 * 1024),
                   peak_gb_per_s=_peak_gb_per_s())
+
+
+def _driver_attribute(name: str, otherwise: int) -> int:
+    """The driver's answer for device attribute `name` (CU_DEVICE_ATTRIBUTE_<name>), read
+    through Numba's device; `otherwise` (the Programming Guide's value) where it will not
+    say."""
+    from numba import config, cuda
+
+    if config.ENABLE_CUDASIM:
+        return otherwise
+    from numba.cuda.cudadrv.error import CudaDriverError, CudaSupportError
+
+    try:
+        return int(getattr(cuda.get_current_device(), name))
+    except (AttributeError, CudaSupportError, CudaDriverError):
+        return otherwise
 
 
 def _peak_gb_per_s() -> float | None:
@@ -184,18 +213,98 @@ class Occupancy:
 
 def occupancy(registers_per_thread: int, threads_per_block: int, shared_per_block: int = 0,
               limits: Limits = H100) -> Occupancy:
-    """Blocks (and warps) of a kernel that one SM holds at once, and which limit binds."""
+    """Blocks (and warps) of a kernel that one SM holds at once, and which limit binds.
+    `shared_per_block`: the bytes of shared memory a block asks for (its own arrays and the
+    launch's dynamic shared memory); the system keeps `limits.reserved_shared_per_block`
+    more of each block."""
     warps = blocks_for(threads_per_block, WARP)
     per_warp = blocks_for(registers_per_thread * WARP, limits.register_unit) * limits.register_unit
+    shared = shared_per_block + limits.reserved_shared_per_block
     fits = {
         "threads": limits.warps_per_sm // warps,
         "blocks": limits.blocks_per_sm,
         "registers": (limits.registers_per_sm // per_warp) // warps if per_warp else 10**9,
-        "shared memory": limits.shared_per_sm // shared_per_block if shared_per_block else 10**9,
+        "shared memory": limits.shared_per_sm // shared if shared else 10**9,
     }
     limiter = min(fits, key=fits.get)
     blocks = fits[limiter]
     return Occupancy(blocks, blocks * warps, blocks * warps / limits.warps_per_sm, limiter)
+
+
+# Occupancy, measured: the same kernel and grid, with room for fewer blocks on each SM.
+
+#: Threads per block of the occupancy measurement: 64, so that on an H100 the 32 blocks an
+#: SM may hold fill its 2,048 threads, and every block taken away is 1/32 of its warps.
+OCCUPANCY_BLOCK = 64
+#: Shared memory is asked for in steps of this many bytes here (tidy numbers in a table).
+SHARED_STEP = 256
+
+
+def shared_for_blocks(blocks: int, limits: Limits = H100) -> int:
+    """Bytes of dynamic shared memory a block asks for so that an SM has room for `blocks`
+    blocks and not one more: just over 1/(blocks + 1) of the SM's shared memory, less what
+    the system keeps of each block. The least such amount (rounded up to SHARED_STEP), so
+    that it stays within what a block may ask for as long as it can."""
+    if blocks < 1:
+        raise WdTeachError(f"blocks is the blocks an SM should hold: 1 or more, got {blocks}.")
+    room = limits.shared_per_sm // (blocks + 1) + 1 - limits.reserved_shared_per_block
+    return max(0, blocks_for(room, SHARED_STEP) * SHARED_STEP)
+
+
+def occupancy_levels(registers_per_thread: int, limits: Limits = H100,
+                     threads: int = OCCUPANCY_BLOCK) -> list[tuple[int, Occupancy]]:
+    """(shared bytes per block, the occupancy it leaves) from none down, halving the blocks
+    an SM holds at each step, as far as a block may ask for shared memory without opting in
+    to more (on an H100: 100%, 50%, 25% and 12.5%)."""
+    levels = [(0, occupancy(registers_per_thread, threads, 0, limits))]
+    blocks = levels[0][1].blocks_per_sm // 2
+    while blocks >= 1 and shared_for_blocks(blocks, limits) <= limits.shared_per_block:
+        shared = shared_for_blocks(blocks, limits)
+        levels.append((shared, occupancy(registers_per_thread, threads, shared, limits)))
+        blocks //= 2
+    return levels
+
+
+def percent(fraction: float) -> str:
+    """12.5% and 25%, not 12% and 25.0%."""
+    return f"{100 * fraction:.3g}%"
+
+
+def occupancy_cost(rates: dict) -> str:
+    """What lowering the occupancy cost, written from the measured GB/s
+    `rates[backend, floats a row, occupancy]` (occupancy a fraction, 1.0 the most), so
+    that the lesson says only what this run measured."""
+    said, kept_at_lowest = [], {}
+    for backend, width in dict.fromkeys(key[:2] for key in rates):
+        at = {f: r for (b, w, f), r in rates.items() if (b, w) == (backend, width)}
+        full, lowest = max(at), min(at)
+        share = {f: at[f] / at[full] for f in sorted(at, reverse=True)}
+        kept_at_lowest[backend, width] = share[lowest]
+        each = ", ".join(f"{s:.0%} at {percent(f)}" for f, s in share.items())
+        said.append(f"{backend}, {_floats(width)} a row: GB/s as a share of "
+                    f"{percent(full)} occupancy's: {each}.")
+        kept = min(f for f in share if share[f] >= 0.9)  # the lowest still within 10%
+        slower = f"at {percent(lowest)} it took {1 / share[lowest]:.1f} times as long."
+        if kept == lowest:
+            said.append(f"  Down to {percent(lowest)} occupancy it kept within 10% of its "
+                        "GB/s: lowering occupancy did not slow this read here.")
+        elif kept == full:
+            said.append(f"  It lost more than 10% at the first step down; {slower}")
+        else:
+            said.append(f"  It kept within 10% down to {percent(kept)} occupancy; {slower}")
+    for backend in dict.fromkeys(b for b, _ in kept_at_lowest):
+        widths = sorted(w for b, w in kept_at_lowest if b == backend)
+        if len(widths) > 1:
+            narrow, wide = kept_at_lowest[backend, widths[0]], kept_at_lowest[backend, widths[-1]]
+            if wide > narrow + 0.1:
+                said.append(f"{backend}: at the lowest occupancy, rows of {_floats(widths[-1])}"
+                            f" kept {wide:.0%} of their GB/s, rows of {_floats(widths[0])} "
+                            f"{narrow:.0%}.")
+    return "\n".join(said)
+
+
+def _floats(n: int) -> str:
+    return f"{n} float" + ("" if n == 1 else "s")
 
 
 def registers(kernels: Kernels, name: str) -> int:
