@@ -343,3 +343,9 @@ def test_what_the_stride_cost_is_said_from_the_measured_rates_only():
     assert "99% at 10, 50% at 64, 25% at 512" in opened
     assert "at 512 actions a row the row-major read took 4.0 times as long" in opened
     assert "No gap opened" in measure.stride_cost(rates(0.99, 0.97, 0.9))
+
+
+def test_a_drop_that_comes_back_is_not_read_as_kept():
+    rates = {("numba", 1, f): g for f, g in zip((1.0, 0.5, 0.25, 0.125), (2000, 1000, 1950, 500),
+                                                 strict=True)}
+    assert "lost more than 10% at the first step down" in measure.occupancy_cost(rates)

@@ -5,8 +5,8 @@
                        loop that packs many environments into a block
     kernels_numba.py   their Numba twins, line for line
     reference.py       what they compute, in NumPy
-    measure.py         launching them by hand; GB/s against a copy's; registers, occupancy,
-                       bank conflicts
+    measure.py         launching them by hand; GB/s against a copy's; registers, occupancy
+                       (and the shared memory per block that lowers it), bank conflicts
     broken.cu          three kernels with a bug each, for compute-sanitizer to find
     broken_numba.py    their Numba twins
     sanitizer.py       find compute-sanitizer and run a kernel under it

@@ -1,5 +1,6 @@
 """Launch lesson 10's kernels by hand and measure them: GB/s against the card's ceiling,
-registers and occupancy from the card's limits, bank conflicts of a shared tile.
+registers and occupancy from the card's limits (and the shared memory per block that lowers
+occupancy, to measure what it costs), bank conflicts of a shared tile.
 
 The kernels here take a grid and a block of their own (a transpose's 2-D tiles, a grid-stride
 loop's small grid), so they are launched by hand through the backend object rather than by
@@ -283,7 +284,11 @@ def occupancy_cost(rates: dict) -> str:
         each = ", ".join(f"{s:.0%} at {percent(f)}" for f, s in share.items())
         said.append(f"{backend}, {_floats(width)} a row: GB/s as a share of "
                     f"{percent(full)} occupancy's: {each}.")
-        kept = min(f for f in share if share[f] >= 0.9)  # the lowest still within 10%
+        kept = full  # walking down, the last occupancy before one lost more than 10%
+        for f in share:
+            if share[f] < 0.9:
+                break
+            kept = f
         slower = f"at {percent(lowest)} it took {1 / share[lowest]:.1f} times as long."
         if kept == lowest:
             said.append(f"  Down to {percent(lowest)} occupancy it kept within 10% of its "
