@@ -9,8 +9,10 @@ from functools import partial
 import numpy as np
 import pytest
 import torch
+from numba import cuda, float32
 
 import wd_teach
+from wd_teach import backends
 from wd_teach.exercises import lesson_10
 from wd_teach.fundamentals import kernels_numba, measure, reference, sanitizer
 
@@ -75,6 +77,73 @@ def test_registers_and_occupancy_are_read_from_the_compiled_kernels(kernels):
     assert 0 < regs <= 255
     occ = measure.occupancy(regs, 256, 0, measure.card_limits())
     assert 0 < occ.fraction <= 1
+
+
+REVERSE_CU = r"""
+extern "C" __global__ void reverse_in_shared(float* values) {
+  extern __shared__ float staged[];  // the launch's dynamic shared memory
+  const int lane = threadIdx.x;
+  staged[lane] = values[lane];
+  __syncthreads();
+  values[lane] = staged[blockDim.x - 1 - lane];
+}
+"""
+
+
+@cuda.jit
+def reverse_in_shared(values):
+    staged = cuda.shared.array(0, float32)  # the launch's dynamic shared memory
+    lane = cuda.threadIdx.x
+    staged[lane] = values[lane]
+    cuda.syncthreads()
+    values[lane] = staged[cuda.blockDim.x - 1 - lane]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_launch_gives_each_block_the_dynamic_shared_memory_it_asks_for(backend):
+    cuda_c = backends.find(backend).reads_cuda_c
+    kernels = measure.Kernels(backend, REVERSE_CU if cuda_c else reverse_in_shared)
+    values = torch.arange(256, dtype=torch.float32, device="cuda")
+    kernels.launch("reverse_in_shared", 1, 256, values, shared=256 * 4)
+    torch.cuda.synchronize()
+    assert values.tolist() == list(range(255, -1, -1))
+
+
+def test_the_cards_limits_are_read_and_an_h100s_are_the_saved_ones():
+    limits = measure.card_limits()
+    assert limits.blocks_per_sm > 0 and limits.shared_per_block > 0
+    if "H100" in limits.name:
+        for field in ("threads_per_sm", "blocks_per_sm", "registers_per_sm", "shared_per_sm",
+                      "reserved_shared_per_block", "shared_per_block"):
+            assert getattr(limits, field) == getattr(measure.H100, field), field
+
+
+def test_each_occupancy_level_is_what_the_driver_counts_and_its_sums_are_right(kernels):
+    """Step 6's launches: at every level the blocks an SM holds by measure.occupancy are the
+    driver's own count for Numba's compiled kernel (cuOccupancyMaxActiveBlocksPerMultiprocessor,
+    through max_cooperative_grid_blocks), and the sums are right. GB/s printed, not bounded."""
+    limits, threads, rows = measure.card_limits(), measure.OCCUPANCY_BLOCK, 1 << 22
+    probs_t = torch.rand(10, rows, device="cuda")
+    sums = torch.zeros(rows, device="cuda")
+    run = kernels.bind("sum_columns", probs_t.reshape(-1), sums, rows, 10)
+    grid = measure.blocks_for(rows, threads)
+    run(grid, threads)
+    levels = measure.occupancy_levels(measure.registers(kernels, "sum_columns"), limits, threads)
+    if "H100" in limits.name:
+        assert [occ.fraction for _, occ in levels] == [1.0, 0.5, 0.25, 0.125]
+    rates = {}
+    for shared, occ in levels:
+        sums.zero_()
+        run(grid, threads, shared)
+        assert torch.allclose(sums, probs_t.sum(dim=0), rtol=1e-4), shared
+        if not kernels.backend.reads_cuda_c:
+            compiled = next(iter(kernels.kernel("sum_columns").overloads.values()))
+            driver = compiled.max_cooperative_grid_blocks(threads, shared) // limits.sms
+            assert driver == occ.blocks_per_sm, (shared, driver, occ)
+        rates[kernels.backend, 10, occ.fraction] = measure.gb_per_s(
+            probs_t.nbytes + sums.nbytes,
+            measure.median_seconds(partial(run, grid, threads, shared), "cuda"))
+    print(measure.occupancy_cost(rates))
 
 
 def test_the_solutions_verdicts_are_true_with_both_halves_run():

@@ -160,10 +160,11 @@ FINDS = {"write_unguarded": "memcheck", "count_lost": "racecheck",
 
 
 #: Nsight Compute's counters for coalescing: sectors fetched per load request (4 is one
-#: 128-byte line per warp; 32 is a sector per lane), and DRAM throughput.
+#: 128-byte line per warp; 32 is a sector per lane). Not DRAM throughput: ncu runs a kernel
+#: once at RUNS' small size, a launch too short for its share of the card's bandwidth to
+#: mean anything (an H100 showed 0.26%); lesson 10's GB/s tables measure that instead.
 NCU_METRICS = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
-               "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
-               "dram__throughput.avg.pct_of_peak_sustained_elapsed")
+               "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum")
 
 
 def nsight_compute(kernel: str, backend: str = "numba") -> str:
