@@ -10,6 +10,7 @@ come to the host in one copy: the only synchronisation of a normal iteration. Wi
     trainer = Trainer("path/to/my_env")            # any env folder, with its config.yaml
     trainer = Trainer(MyEnv(episode_length=200))   # an env object, its folder's defaults
     trainer.train(50)                              # a progress bar; trainer.history grows
+    Trainer("NAME", sets=["trainer.critic=centralized"])  # critics read the env's global state
     Trainer("NAME", logger="tensorboard").train(out="runs/NAME")   # + TensorBoard, live
     trainer.save("run/checkpoint.safetensors")     # model, optimiser, RNGs, env, history
     trainer = Trainer.from_checkpoint("run/checkpoint.safetensors")   # ... and on, bit for bit
@@ -105,6 +106,12 @@ class Trainer:
         mapping = {name: resolve_agents(p.agents, self.env, name) for name, p in c.policies.items()}
         self.groups = agent_groups(mapping, self.env.num_agents)
         check_fits(c.env.num_envs, self.env.num_agents)
+        self.centralized = c.trainer.critic == "centralized"
+        if self.centralized and not self.env.global_state_size:
+            raise ConfigError(f"trainer.critic=centralized: {type(self.env).__name__} declares "
+                              "no global state for the critic to read (Env.global_state_size "
+                              "and global_state(store)). Use trainer.critic: independent, or "
+                              "give the env a global state.")
         for group in self.groups:
             self.algorithm.check(c.algorithm, c.trainer.steps * c.env.num_envs * group.size,
                                  group.name, steps=c.trainer.steps)
@@ -123,6 +130,10 @@ class Trainer:
         # update and a step-by-step one agree bit for bit only if both use it.
         capturable = self.device.type == "cuda" and can.graph_update
         self.fast = fast_floor(self.device)  # the floor this run takes (wd_teach.floors)
+        if self.fast and self.centralized:
+            print("note: trainer.critic=centralized runs on the plain floor (the fast floor's "
+                  "policies have independent critics only).", file=progress_stream())
+            self.fast = False
         classes, learner, fixed_weights = self._floor()
         # trainer.compile is a fast floor's option, on a GPU: elsewhere it does nothing.
         compiled = c.trainer.compile and self.fast and self.device.type == "cuda"
@@ -132,11 +143,12 @@ class Trainer:
             require_triton("trainer.compile")
         self.policies = {}
         self.learners = {}
+        state_size = self.env.global_state_size if self.centralized else 0
         for group in self.groups:
             spec = c.policies[group.name]
             policy = make_policy(can.policy, self.env.obs_size, self.env.action_space,
                                  spec.hidden, shared=spec.shared, activation=spec.activation,
-                                 classes=classes).to(self.device)
+                                 classes=classes, state_size=state_size).to(self.device)
             self.policies[group.name] = policy
             options = LearnerOptions(lr=spec.lr or c.trainer.lr, generator=self.generator,
                                      capturable=capturable,
@@ -150,7 +162,7 @@ class Trainer:
         self.rollout = Rollout(self.wrapper, self.acting, c.trainer.steps,
                                next_obs=can.next_obs, graph=graphs,
                                precision=c.trainer.precision, log_probs=can.log_probs,
-                               fixed_weights=fixed_weights)
+                               fixed_weights=fixed_weights, centralized=self.centralized)
         self._graph_update = graph_update
         self._graphed_update = maybe_graphed(graph_update, self._update, self.backend,
                                              watch=self._training_memory)
