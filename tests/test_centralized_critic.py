@@ -185,3 +185,17 @@ def test_a_centralized_run_plays_from_the_observations_alone():
     trainer.iterate()
     result = trainer.evaluate(num_envs=2, random=("runners",))
     assert np.isfinite(result.metrics["taggers/return"])
+
+
+class WrongState(TagContinuous):
+    """A global state that does not match its declared size."""
+
+    @property
+    def global_state_size(self):
+        return 3
+
+
+def test_a_global_state_that_disagrees_with_its_size_is_refused_before_training():
+    env = WrongState(num_taggers=1, num_runners=2, num_nearest=2)
+    with pytest.raises(ConfigError, match=r"gave \(2, 21\) torch.float32 .* says float32 \(2, 3\)"):
+        Trainer(env, gpu=False, sets=["env.num_envs=2", "trainer.critic=centralized"])

@@ -126,8 +126,7 @@ class TagGame(Env):
         not made by a kernel of its own: the own blocks are already there, written by the
         three backends' steps and held equal to the reference by the consistency check,
         so the global state is too, with no fourth copy of the game to keep in step."""
-        obs = store[OBS]
-        return obs[..., :self.own_size].reshape(obs.shape[0], self.global_state_size)
+        return store[OBS][..., :self.own_size].flatten(1)
 
     def episode_metrics(self) -> dict[str, EpisodeMetric]:
         runners = self.config.num_runners

@@ -78,6 +78,21 @@ def check_fits(num_envs: int, num_agents: int) -> None:
 
 
 
+def check_global_state(env: Env, wrapper: EnvWrapper) -> None:
+    """An env's global state as it declares it: float32 [num_envs, global_state_size] on
+    the store's device. Refused here, before training, with what it gave: inside the
+    rollout a wrong one would fail as a bare shape error of torch's."""
+    state = env.global_state(wrapper.store)
+    want = (wrapper.num_envs, env.global_state_size)
+    got = (f"{tuple(state.shape)} {state.dtype} on {state.device}"
+           if isinstance(state, torch.Tensor) else type(state).__name__)
+    if not (isinstance(state, torch.Tensor) and tuple(state.shape) == want
+            and state.dtype == torch.float32 and state.device == wrapper.device):
+        raise ConfigError(f"trainer.critic=centralized: {type(env).__name__}.global_state(store) "
+                          f"gave {got}; its global_state_size says float32 {want} on "
+                          f"{wrapper.device}. Make the two agree.")
+
+
 def progress_stream(modules=sys.modules):
     """Where progress bars write: stdout in a Jupyter kernel, where stderr shows on a pink
     background that learners read as an error; stderr elsewhere, so that a script's stdout
@@ -120,6 +135,8 @@ class Trainer:
         self.wrapper = EnvWrapper(self.env, c.env.num_envs, c.env.backend or default_backend(),
                                   seed=self.seed, auto_reset=False, check_actions=False)
         self.backend = self.wrapper.backend  # chosen once, by the wrapper
+        if self.centralized:
+            check_global_state(self.env, self.wrapper)
         self.device = self.wrapper.device
         self.generator = torch.Generator(device=self.device).manual_seed(self.seed)
         can = self.algorithm.CAPABILITIES  # what the algorithm needs and can do
