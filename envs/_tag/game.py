@@ -26,7 +26,7 @@ from typing import ClassVar
 import numpy as np
 from gymnasium import spaces
 
-from wd_teach.env import Env, EpisodeMetric, StateArray, Tolerance, require
+from wd_teach.env import OBS, Env, EpisodeMetric, StateArray, Tolerance, require
 from wd_teach_envs._tag.tag_numba import MAX_NEAREST
 
 #: This folder: tag.cuh and tag.cu, the CUDA C the two games share.
@@ -114,6 +114,19 @@ class TagGame(Env):
     def agents_in_game(self, store):
         """A tagged runner leaves the game (with runner_exits_when_tagged); taggers stay."""
         return store["in_game"] != 0
+
+    @property
+    def global_state_size(self) -> int:
+        return self.num_agents * self.own_size
+
+    def global_state(self, store):
+        """Every agent's own block of its observation, side by side: place, role, in game
+        and the game's own features (speed and heading in the continuous game), so the
+        whole game in one row per env. Sliced from `obs` by torch on the store's device,
+        not made by a kernel of its own: the own blocks are already there, written by the
+        three backends' steps and held equal to the reference by the consistency check,
+        so the global state is too, with no fourth copy of the game to keep in step."""
+        return store[OBS][..., :self.own_size].flatten(1)
 
     def episode_metrics(self) -> dict[str, EpisodeMetric]:
         runners = self.config.num_runners

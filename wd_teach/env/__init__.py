@@ -261,6 +261,22 @@ class Env:
         leave mid-episode (PettingZoo's `agents`) reads it after each step."""
         return None
 
+    @property
+    def global_state_size(self) -> int:
+        """Numbers per env in `global_state(store)`: the whole game's state, which a
+        centralized critic reads (trainer.critic: centralized). 0, the default: this env
+        declares no global state, and its agents' critics read their own observations."""
+        return 0
+
+    def global_state(self, store):
+        """The state of the whole game, [num_envs, global_state_size] float32 on the store's
+        device, read from its arrays each step (Tag: every agent's place, speed, heading and
+        whether it is still in the game). A critic that sees it during training (MAPPO's
+        centralized critic) can tell apart what one agent's observation mixes up; the actors
+        never read it, so playing needs only the observations. None, the default: no
+        global state (then global_state_size is 0)."""
+        return None
+
     def episode_metrics(self) -> dict[str, EpisodeMetric]:
         """Numbers this env reports per episode besides the return (Tag: runners tagged),
         each read from the store when an episode ends and averaged over the episodes."""

@@ -322,9 +322,13 @@ class FastActorCritic:
         n = self.actor.out_features
         return outputs[..., :n], outputs[..., n]
 
-    def actor_and_value(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def actor_and_value(self, obs: torch.Tensor, state: torch.Tensor | None = None):
         """The plain ActorCritic.actor_and_value, and on a GPU with a shared body, the two
-        output layers as one product (stacked_heads)."""
+        output layers as one product (stacked_heads). Independent critics only: the
+        trainer takes the plain floor for a centralized one (trainer.critic)."""
+        if state is not None:
+            raise ValueError("the fast floor's policies have independent critics: make a "
+                             "centralized one on the plain floor (WD_TEACH_FAST=0).")
         return self.split(self.outputs(obs))
 
     def stacked_heads(self, features: torch.Tensor) -> torch.Tensor:

@@ -57,6 +57,18 @@ class LessonSizes:
     #: The game the benchmarks measure unless told another (a name or an env folder): the
     #: one WarpDrive's paper measures, 10 taggers chasing 100 runners.
     bench_env: str = "tag_continuous"
+    #: Multi-agent RL (11): a small Tag game (taggers, runners, neighbours seen, episode
+    #: length), trained over `marl_seeds` seeds of each kind for `marl_iterations`
+    #: iterations of `marl_envs` envs, and played against random opponents in
+    #: `marl_eval_envs` fresh envs.
+    marl_taggers: int = 3
+    marl_runners: int = 12
+    marl_nearest: int = 5
+    marl_episode_length: int = 100
+    marl_envs: int = 200
+    marl_iterations: int = 100
+    marl_seeds: int = 5
+    marl_eval_envs: int = 200
 
     @property
     def agent_slots(self) -> int:
@@ -79,7 +91,9 @@ CPU_SIZES = LessonSizes(num_envs=3, num_agents=4, episode_length=5, num_actions=
                         animation_frames=40, consistency_envs=3, timed_steps=2,
                         train_iterations=12,
                         tag_train_envs=4, tag_train_iterations=15, lightning_iterations=5,
-                        bench_envs=(1, 3), bench_agents=(4, 7), bench_train_envs=(2, 4))
+                        bench_envs=(1, 3), bench_agents=(4, 7), bench_train_envs=(2, 4),
+                        marl_taggers=2, marl_runners=5, marl_nearest=3, marl_episode_length=20,
+                        marl_envs=4, marl_iterations=6, marl_seeds=3, marl_eval_envs=8)
 
 
 def lesson_sizes(gpu: bool | None = None) -> LessonSizes:

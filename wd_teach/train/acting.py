@@ -1,7 +1,8 @@
 """Acting: from observations to every agent's action in the store, in two phases.
 
-    forward(obs, values)   the policy: each group's network on its agents' observations,
-                           giving what the actions are drawn from (and the critic's values)
+    forward(obs, values, state)  the policy: each group's network on its agents'
+                           observations, giving what the actions are drawn from (and the
+                           critic's values; a centralized critic reads the global `state`)
     draw(actions, logp)    the sampling: an action per agent, written into the store's
                            `actions` for the env's step, and into the rollout buffer
 
@@ -53,6 +54,15 @@ class Acting:
     def pairs(self):
         return zip(self.groups, self.policies, strict=True)
 
+    @staticmethod
+    def actor_and_value(policy, group, obs, state):
+        """`policy`'s actor output and values for `obs`, its group's observations; with a
+        centralized critic, of the env's global `state` [envs, size] too, as one row per
+        agent of the group (an expanded view: every agent of an env sees the same state)."""
+        if state is None:
+            return policy.actor_and_value(obs)
+        return policy.actor_and_value(obs, state[:, None].expand(-1, group.size, -1))
+
     def action_width(self) -> int:
         """The last axis of the rollout buffer's actions: heads, or action dimensions."""
         raise NotImplementedError
@@ -90,14 +100,14 @@ class CategoricalActing(Acting):
     def action_dtype(self) -> torch.dtype:
         return torch.long
 
-    def forward(self, obs, values=None):
+    def forward(self, obs, values=None, state=None):
         self.logits = []
         for group, policy in self.pairs:
             mine = group.take(obs, 1)
             if values is None:
                 logits = policy.logits(mine)
             else:
-                logits, value = policy.actor_and_value(mine)
+                logits, value = self.actor_and_value(policy, group, mine, state)
                 group.put(values, 1, value)
             group.put(self.sampler.probs, 1, policy.probabilities(logits))
             self.logits.append(logits)
@@ -128,13 +138,13 @@ class GaussianActing(Acting):
     def action_width(self) -> int:
         return self.mean.shape[-1]
 
-    def forward(self, obs, values=None):
+    def forward(self, obs, values=None, state=None):
         for group, policy in self.pairs:
             mine = group.take(obs, 1)
             if values is None:
                 mean = policy.mean(mine)
             else:
-                mean, value = policy.actor_and_value(mine)
+                mean, value = self.actor_and_value(policy, group, mine, state)
                 group.put(values, 1, value)
             group.put(self.mean, 1, mean)
             group.put(self.log_std, 1, policy.log_std.expand(mine.shape[0], group.size, -1))
@@ -171,7 +181,7 @@ class NoisyActing(Acting):
     def action_width(self) -> int:
         return self.action.shape[-1]
 
-    def forward(self, obs, values=None):
+    def forward(self, obs, values=None, state=None):
         for group, policy in self.pairs:
             group.put(self.action, 1, policy.action(group.take(obs, 1)))
 

@@ -49,6 +49,9 @@ from wd_teach.train.policy import ACTIVATIONS
 from wd_teach.train.speed import PRECISIONS
 
 SECTIONS = ("env", "policies", "algorithm", "trainer")
+#: What a critic reads (trainer.critic): its agent's observation, or the env's global
+#: state beside it (wd_teach/train/policy.py, ActorCritic).
+CRITICS = ("independent", "centralized")
 #: Counts that kernels and the store hold as int32 stay below this.
 INT32_LIMIT = 2**31
 
@@ -101,6 +104,8 @@ class TrainerSection:
     chunk_samples: int = 1_048_576  # the update's forward/backward in parts of this size
     compile: bool = False  # on a GPU, fast floor only (else nothing): the loss compiled
     logger: str = "csv"  # csv: files at the end; tensorboard: event files as it trains too
+    critic: str = "independent"  # independent: each critic reads its agent's observation;
+    # centralized: the env's global state too (MAPPO), for envs that declare one
 
 
 @dataclass(frozen=True)
@@ -238,11 +243,33 @@ def build(raw: dict) -> TrainConfig:
         if policy.activation not in (None, *ACTIVATIONS):
             raise ConfigError(f"policies.{name}.activation must be one of "
                               f"{', '.join(ACTIVATIONS)}, got {policy.activation!r}.")
+    check_critic(trainer.critic, policies, module.CAPABILITIES)
     if trainer.compile and not module.CAPABILITIES.compiled_loss:
         raise ConfigError(f"trainer.compile: algorithm {algorithm_name!r} has no loss to "
                           "compile (A2C and PPO have). Set trainer.compile=false.")
     module.check_ranges(algorithm)
     return TrainConfig(env, policies, algorithm_name, algorithm, trainer)
+
+
+def check_critic(critic, policies: dict[str, PolicySection], can) -> None:
+    """trainer.critic: one of CRITICS; a centralized critic is a network of its own beside
+    a stochastic actor (A2C, PPO), so no policy may share one body between the two.
+    Whether the env has a global state is checked when the env is made (Trainer)."""
+    if critic not in CRITICS:
+        raise ConfigError(f"trainer.critic must be one of {', '.join(CRITICS)}, got "
+                          f"{critic!r}.")
+    if critic == "independent":
+        return
+    if can.policy != "stochastic":
+        raise ConfigError("trainer.critic=centralized is for A2C and PPO, whose critic is "
+                          "a state value; DDPG's critic reads the action too. Use "
+                          "algorithm.name: a2c or ppo, or trainer.critic: independent.")
+    shared = [name for name, p in policies.items() if p.shared]
+    if shared:
+        raise ConfigError(f"trainer.critic=centralized: policies {', '.join(shared)} set "
+                          "shared: true, one body for actor and critic, but a centralized "
+                          "critic reads the global state the actor never sees. Set "
+                          "policies.NAME.shared: false, or trainer.critic: independent.")
 
 
 def check_trainer(trainer: TrainerSection) -> None:

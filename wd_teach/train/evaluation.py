@@ -64,8 +64,8 @@ class Playing:
     def action_dtype(self) -> torch.dtype:
         return self.acting.action_dtype()
 
-    def forward(self, obs, values=None):
-        self.acting.forward(obs)  # playing needs no critic's values
+    def forward(self, obs, values=None, state=None):
+        self.acting.forward(obs)  # playing needs no critic's values (nor its global state)
 
     def draw(self, actions, log_probs):
         if self.greedy:

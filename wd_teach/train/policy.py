@@ -12,6 +12,12 @@ By default the actor and the critic are two networks: their losses never pull on
 weights two ways. With `shared=True` they share one body of hidden layers and differ in
 their output layers alone (WarpDrive's model shape): about half the arithmetic.
 
+With `state_size > 0` the critic is **centralized** (MAPPO, Yu et al., 2022): it reads the
+env's global state followed by the agent's own observation, V(s, o_i), while the actor
+still reads o_i alone. Only training needs the critic, so the trained actors play from their
+own observations, as before; the critic, seeing the whole game, can tell apart situations
+that one agent's view mixes up, and its advantages are less noisy for it.
+
 This is the plain floor. wd_teach/fast/policy.py has a twin of each class: the same function
 and parameters, in fewer kernels on a GPU.
 """
@@ -69,9 +75,13 @@ class ActorCritic(nn.Module):
     input_layer, sequence = nn.Linear, nn.Sequential
 
     def __init__(self, obs_size: int, actor_size: int, hidden: Sequence[int], *,
-                 shared: bool = False, activation: str = "tanh"):
+                 shared: bool = False, activation: str = "tanh", state_size: int = 0):
         super().__init__()
         kind, self.shared = ACTIVATIONS[activation], shared
+        self.state_size = int(state_size)  # 0: an independent critic; else centralized
+        if shared and self.state_size:
+            raise ConfigError("a centralized critic reads the global state, which the actor "
+                              "never sees, so the two share no body: pass shared=False.")
         kinds = {"first": self.input_layer, "sequence": self.sequence}
         if shared:
             self.body = self.sequence(*hidden_layers([obs_size, *hidden], kind, self.input_layer))
@@ -80,19 +90,34 @@ class ActorCritic(nn.Module):
         else:
             self.body = nn.Identity()
             self.actor = mlp([obs_size, *hidden], actor_size, 0.01, kind, **kinds)
-            self.critic = mlp([obs_size, *hidden], 1, 1.0, kind, **kinds)
+            critic_size = self.state_size + obs_size
+            self.critic = mlp([critic_size, *hidden], 1, 1.0, kind, **kinds)
 
-    def actor_and_value(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The actor's output and the state value, a shared body run once for both."""
+    def actor_and_value(self, obs: torch.Tensor, state: torch.Tensor | None = None):
+        """The actor's output and the state value, a shared body run once for both.
+        `state`: the env's global state, one row per agent (same leading axes as `obs`),
+        which a centralized critic reads beside `obs`; None for an independent critic."""
         features = self.body(obs)
-        return self.actor(features), self.critic(features).squeeze(-1)
+        return self.actor(features), self.critic(self.critic_input(features, state)).squeeze(-1)
 
-    def value(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.critic(self.body(obs)).squeeze(-1)
+    def critic_input(self, features: torch.Tensor, state: torch.Tensor | None):
+        """What the critic reads: the body's features of the observation (an independent
+        critic), or the global state followed by the observation (a centralized one; its
+        body is then the identity, so `features` is the observation itself)."""
+        if not self.state_size:
+            return features
+        if state is None:
+            raise ValueError("this policy's critic is centralized: give it the env's global "
+                             "state (state=...) beside the observations.")
+        return torch.cat([state, features], dim=-1)
 
-    def evaluate(self, obs: torch.Tensor, actions: torch.Tensor):
+    def value(self, obs: torch.Tensor, state: torch.Tensor | None = None) -> torch.Tensor:
+        return self.critic(self.critic_input(self.body(obs), state)).squeeze(-1)
+
+    def evaluate(self, obs: torch.Tensor, actions: torch.Tensor,
+                 state: torch.Tensor | None = None):
         """(log-probability of `actions`, entropy, value): what the losses need."""
-        out, value = self.actor_and_value(obs)
+        out, value = self.actor_and_value(obs, state)
         return (*self.log_prob_and_entropy(out, actions), value)
 
 
@@ -227,11 +252,16 @@ CLASSES = (CategoricalActorCritic, GaussianActorCritic, DeterministicActorCritic
 
 def make_policy(kind: str, obs_size: int, action_space: spaces.Space, hidden: Sequence[int], *,
                 shared: bool = False, activation: str | None = None, classes=CLASSES,
-                **options) -> nn.Module:
+                state_size: int = 0, **options) -> nn.Module:
     """The policy of `kind` ('stochastic' or 'deterministic') for one agent's spaces.
     `shared`: one body for actor and critic; `activation`: the hidden layers' (None: tanh, or
-    ReLU for DDPG's, as their authors used); `classes`: see CLASSES."""
+    ReLU for DDPG's, as their authors used); `classes`: see CLASSES; `state_size`: the env's
+    global state's size, for a centralized critic (0: an independent one)."""
     categorical, gaussian, deterministic = classes
+    if kind == "deterministic" and state_size:
+        raise ConfigError("a centralized critic is a state value V(s, o) for A2C or PPO; "
+                          "DDPG's critic Q(o, a) reads the action. Use trainer.critic: "
+                          "independent with DDPG.")
     if kind == "deterministic":
         if not isinstance(action_space, spaces.Box):
             raise ConfigError(f"DDPG needs continuous actions (a Box), but this environment's "
@@ -242,7 +272,7 @@ def make_policy(kind: str, obs_size: int, action_space: spaces.Space, hidden: Se
                               "policies.NAME.shared and .activation out with algorithm ddpg.")
         return deterministic(obs_size, int(np.prod(action_space.shape)), hidden,
                              action_space.low, action_space.high)
-    body = {"shared": shared, "activation": activation or "tanh"}
+    body = {"shared": shared, "activation": activation or "tanh", "state_size": state_size}
     if isinstance(action_space, spaces.Box):
         return gaussian(obs_size, int(np.prod(action_space.shape)), hidden, **options, **body)
     return categorical(obs_size, action_counts(action_space), hidden, **body)

@@ -37,7 +37,9 @@ class Batch:
     across it); `last_values` are the critic's values of the observation after the last
     step, to bootstrap from. `next_obs` and `terminals` are there for off-policy learners:
     the observation after each step (before any reset) and whether the episode ended by the
-    env's rules (1) rather than by running out of time (0).
+    env's rules (1) rather than by running out of time (0). `states` is there for a
+    centralized critic: the env's global state at each step, the same for every agent of an
+    env (an expanded view, [steps, envs, agents, state_size], that takes no memory).
     """
 
     obs: torch.Tensor
@@ -49,6 +51,7 @@ class Batch:
     last_values: torch.Tensor
     next_obs: torch.Tensor | None = None
     terminals: torch.Tensor | None = None
+    states: torch.Tensor | None = None
 
 
 class RolloutBuffer:
@@ -56,7 +59,7 @@ class RolloutBuffer:
 
     def __init__(self, steps: int, num_envs: int, num_agents: int, obs_size: int,
                  action_width: int, action_dtype: torch.dtype, device: torch.device,
-                 next_obs: bool = False, metrics=()):
+                 next_obs: bool = False, metrics=(), state_size: int = 0):
         per_agent = (steps, num_envs, num_agents)
         zeros = lambda shape, dtype=torch.float32: torch.zeros(shape, dtype=dtype,
                                                                device=device)
@@ -70,6 +73,8 @@ class RolloutBuffer:
         self.last_values = zeros((num_envs, num_agents))
         self.next_obs = zeros((*per_agent, obs_size)) if next_obs else None
         self.terminals = zeros((steps, num_envs)) if next_obs else None
+        # The global state once per env, not per agent: a centralized critic's input.
+        self.states = zeros((steps, num_envs, state_size)) if state_size else None
         self.metrics = {name: zeros((steps, num_envs)) for name in metrics}  # per env, per step
 
     @property
@@ -80,23 +85,27 @@ class RolloutBuffer:
     def group(self, group) -> Batch:
         """`group`'s part of every tensor (views where the group is contiguous)."""
         per_env = lambda t: None if t is None else t[..., None].expand(*t.shape, group.size)
+        per_agent = lambda t: None if t is None else t[:, :, None].expand(-1, -1, group.size, -1)
         take = lambda t: None if t is None else group.take(t, 2)
         return Batch(obs=take(self.obs), actions=take(self.actions),
                      log_probs=take(self.log_probs), values=take(self.values),
                      rewards=take(self.rewards), dones=per_env(self.dones),
                      last_values=group.take(self.last_values, 1),
-                     next_obs=take(self.next_obs), terminals=per_env(self.terminals))
+                     next_obs=take(self.next_obs), terminals=per_env(self.terminals),
+                     states=per_agent(self.states))
 
 
 class Rollout:
     """Collects `steps` steps of every env into a RolloutBuffer, with an Acting (policy
     and sampling) and an EnvWrapper made with auto_reset=False. `fixed_weights`: a context
     the steps run in, in which no weight changes (the fast floor's makes each weight's
-    cast form once for all the steps: wd_teach.fast.policy.fixed_weights)."""
+    cast form once for all the steps: wd_teach.fast.policy.fixed_weights). `centralized`:
+    the critics read the env's global state (Env.global_state), kept beside the
+    observations."""
 
     def __init__(self, wrapper, acting, steps: int, next_obs: bool = False, *,
                  graph: bool = False, precision: str = "fp32", log_probs: bool = True,
-                 fixed_weights=nullcontext):
+                 fixed_weights=nullcontext, centralized: bool = False):
         self.wrapper, self.acting = wrapper, acting
         self.fixed_weights = fixed_weights
         self.metrics = wrapper.env.episode_metrics()  # what the env reports per episode
@@ -105,7 +114,9 @@ class Rollout:
         self.buffer = RolloutBuffer(steps, wrapper.num_envs, wrapper.num_agents,
                                     wrapper.env.obs_size, acting.action_width(),
                                     acting.action_dtype(), wrapper.device, next_obs,
-                                    metrics=self.metrics)
+                                    metrics=self.metrics,
+                                    state_size=wrapper.env.global_state_size if centralized
+                                    else 0)
         self.stats = EpisodeStats(wrapper.num_envs, wrapper.num_agents, wrapper.device,
                                   metrics=self.metrics)
         self.timer = PhaseTimer(wrapper.device)
@@ -140,8 +151,9 @@ class Rollout:
         env, acting, buffer, timer = self.wrapper, self.acting, self.buffer, self.timer
         for t in range(buffer.steps):
             buffer.obs[t].copy_(env.obs)
+            state = self.global_state(t)  # None with independent critics
             with timer("policy"):
-                acting.forward(env.obs, buffer.values[t])
+                acting.forward(env.obs, buffer.values[t], state)
             with timer("sampling"):
                 acting.draw(buffer.actions[t], buffer.log_probs[t] if self.log_probs else None)
             with timer("env step"):
@@ -156,7 +168,15 @@ class Rollout:
                 acting.after_step(done)
                 env.reset_done()
         with timer("policy"):
-            acting.forward(env.obs, buffer.last_values)  # values to bootstrap from
+            acting.forward(env.obs, buffer.last_values, self.global_state())  # to bootstrap
         # Episode returns, lengths and the env's metrics, for the whole rollout at once.
         self.stats.add_rollout(buffer.rewards, buffer.dones, buffer.metrics)
         return buffer
+
+    def global_state(self, t: int | None = None) -> torch.Tensor | None:
+        """The env's global state now, [envs, state_size], kept as step `t`'s in the
+        buffer; None where the critics are independent (the buffer keeps none)."""
+        if self.buffer.states is None:
+            return None
+        state = self.wrapper.env.global_state(self.wrapper.store)
+        return state if t is None else self.buffer.states[t].copy_(state)

@@ -10,6 +10,7 @@ come to the host in one copy: the only synchronisation of a normal iteration. Wi
     trainer = Trainer("path/to/my_env")            # any env folder, with its config.yaml
     trainer = Trainer(MyEnv(episode_length=200))   # an env object, its folder's defaults
     trainer.train(50)                              # a progress bar; trainer.history grows
+    Trainer("NAME", sets=["trainer.critic=centralized"])  # critics read the env's global state
     Trainer("NAME", logger="tensorboard").train(out="runs/NAME")   # + TensorBoard, live
     trainer.save("run/checkpoint.safetensors")     # model, optimiser, RNGs, env, history
     trainer = Trainer.from_checkpoint("run/checkpoint.safetensors")   # ... and on, bit for bit
@@ -77,6 +78,21 @@ def check_fits(num_envs: int, num_agents: int) -> None:
 
 
 
+def check_global_state(env: Env, wrapper: EnvWrapper) -> None:
+    """An env's global state as it declares it: float32 [num_envs, global_state_size] on
+    the store's device. Refused here, before training, with what it gave: inside the
+    rollout a wrong one would fail as a bare shape error of torch's."""
+    state = env.global_state(wrapper.store)
+    want = (wrapper.num_envs, env.global_state_size)
+    got = (f"{tuple(state.shape)} {state.dtype} on {state.device}"
+           if isinstance(state, torch.Tensor) else type(state).__name__)
+    if not (isinstance(state, torch.Tensor) and tuple(state.shape) == want
+            and state.dtype == torch.float32 and state.device == wrapper.device):
+        raise ConfigError(f"trainer.critic=centralized: {type(env).__name__}.global_state(store) "
+                          f"gave {got}; its global_state_size says float32 {want} on "
+                          f"{wrapper.device}. Make the two agree.")
+
+
 def progress_stream(modules=sys.modules):
     """Where progress bars write: stdout in a Jupyter kernel, where stderr shows on a pink
     background that learners read as an error; stderr elsewhere, so that a script's stdout
@@ -105,6 +121,12 @@ class Trainer:
         mapping = {name: resolve_agents(p.agents, self.env, name) for name, p in c.policies.items()}
         self.groups = agent_groups(mapping, self.env.num_agents)
         check_fits(c.env.num_envs, self.env.num_agents)
+        self.centralized = c.trainer.critic == "centralized"
+        if self.centralized and not self.env.global_state_size:
+            raise ConfigError(f"trainer.critic=centralized: {type(self.env).__name__} declares "
+                              "no global state for the critic to read (Env.global_state_size "
+                              "and global_state(store)). Use trainer.critic: independent, or "
+                              "give the env a global state.")
         for group in self.groups:
             self.algorithm.check(c.algorithm, c.trainer.steps * c.env.num_envs * group.size,
                                  group.name, steps=c.trainer.steps)
@@ -113,6 +135,8 @@ class Trainer:
         self.wrapper = EnvWrapper(self.env, c.env.num_envs, c.env.backend or default_backend(),
                                   seed=self.seed, auto_reset=False, check_actions=False)
         self.backend = self.wrapper.backend  # chosen once, by the wrapper
+        if self.centralized:
+            check_global_state(self.env, self.wrapper)
         self.device = self.wrapper.device
         self.generator = torch.Generator(device=self.device).manual_seed(self.seed)
         can = self.algorithm.CAPABILITIES  # what the algorithm needs and can do
@@ -123,6 +147,10 @@ class Trainer:
         # update and a step-by-step one agree bit for bit only if both use it.
         capturable = self.device.type == "cuda" and can.graph_update
         self.fast = fast_floor(self.device)  # the floor this run takes (wd_teach.floors)
+        if self.fast and self.centralized:
+            print("note: trainer.critic=centralized runs on the plain floor (the fast floor's "
+                  "policies have independent critics only).", file=progress_stream())
+            self.fast = False
         classes, learner, fixed_weights = self._floor()
         # trainer.compile is a fast floor's option, on a GPU: elsewhere it does nothing.
         compiled = c.trainer.compile and self.fast and self.device.type == "cuda"
@@ -132,11 +160,12 @@ class Trainer:
             require_triton("trainer.compile")
         self.policies = {}
         self.learners = {}
+        state_size = self.env.global_state_size if self.centralized else 0
         for group in self.groups:
             spec = c.policies[group.name]
             policy = make_policy(can.policy, self.env.obs_size, self.env.action_space,
                                  spec.hidden, shared=spec.shared, activation=spec.activation,
-                                 classes=classes).to(self.device)
+                                 classes=classes, state_size=state_size).to(self.device)
             self.policies[group.name] = policy
             options = LearnerOptions(lr=spec.lr or c.trainer.lr, generator=self.generator,
                                      capturable=capturable,
@@ -150,7 +179,7 @@ class Trainer:
         self.rollout = Rollout(self.wrapper, self.acting, c.trainer.steps,
                                next_obs=can.next_obs, graph=graphs,
                                precision=c.trainer.precision, log_probs=can.log_probs,
-                               fixed_weights=fixed_weights)
+                               fixed_weights=fixed_weights, centralized=self.centralized)
         self._graph_update = graph_update
         self._graphed_update = maybe_graphed(graph_update, self._update, self.backend,
                                              watch=self._training_memory)

@@ -84,15 +84,19 @@ class Learner(LearnerBase):
         self.optimizer.zero_grad(set_to_none=True)
         sums = torch.zeros(4, device=advantages.device)
         for part in chunks(steps, samples // steps, self.options.chunk_samples):
+            # A centralized critic's global state, one row per sample (none: independent).
+            states = () if batch.states is None else (flat(batch.states[part]),)
             losses = self.part_loss(batch.obs[part], flat(batch.actions[part]),
-                                    flat(advantages[part]), flat(returns[part]), samples)
+                                    flat(advantages[part]), flat(returns[part]), samples,
+                                    *states)
             (self.backward or torch.Tensor.backward)(losses[0])
             sums += torch.stack(losses).detach()
         finish_step(self.optimizer, self.policy.parameters(), c.max_grad_norm, self.reduce)
         return dict(zip(("loss", "policy_loss", "value_loss", "entropy"), sums, strict=True))
 
-    def part_loss(self, obs, actions, advantages, returns, samples: int):
+    def part_loss(self, obs, actions, advantages, returns, samples: int, *states):
         """The loss of one part of the batch: `obs` [steps, envs, agents, features] as the
-        rollout buffer holds them, the rest one row per sample."""
-        log_prob, entropy, value = self.policy.evaluate(flat(obs), actions)
+        rollout buffer holds them, the rest one row per sample. `states`: with a
+        centralized critic, the global states it reads (none with independent critics)."""
+        log_prob, entropy, value = self.policy.evaluate(flat(obs), actions, *states)
         return loss(log_prob, entropy, value, advantages, returns, self.config, samples)

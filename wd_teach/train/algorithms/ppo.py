@@ -164,15 +164,21 @@ class Learner(LearnerBase):
         return flat(x)
 
     def sample_rows(self, batch, advantages, returns) -> tuple[torch.Tensor, ...]:
-        """(observations, actions, old log-probabilities, old values, advantages, returns),
-        each as rows, in the order a minibatch takes them."""
-        return tuple(map(self.rows, (batch.obs, batch.actions, batch.log_probs, batch.values,
-                                     advantages, returns)))
+        """(observations, actions, old log-probabilities, old values, advantages, returns,
+        and with a centralized critic the global states), each as rows, in the order a
+        minibatch takes them."""
+        tensors = (batch.obs, batch.actions, batch.log_probs, batch.values, advantages,
+                   returns)
+        if batch.states is not None:
+            tensors += (batch.states,)
+        return tuple(map(self.rows, tensors))
 
-    def minibatch_loss(self, obs, actions, old_log_probs, old_values, advantages, returns):
+    def minibatch_loss(self, obs, actions, old_log_probs, old_values, advantages, returns,
+                       *states):
         """The loss of one minibatch: the distribution's log-probabilities and entropy, the
-        advantages normalised, the clipped objective."""
-        log_prob, entropy, value = self.policy.evaluate(obs, actions)
+        advantages normalised, the clipped objective. `states`: with a centralized critic,
+        the global states it reads (none with independent critics)."""
+        log_prob, entropy, value = self.policy.evaluate(obs, actions, *states)
         if self.config.normalize_advantages:
             advantages = normalize(advantages)
         return loss(log_prob, entropy, value, old_log_probs, old_values, advantages, returns,
