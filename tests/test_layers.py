@@ -29,7 +29,7 @@ LAYERS = [
     ("env", {"env"}),
     ("train", {"train"}),
     ("scale", {"scale", "fundamentals"}),  # lesson 10 measures the GPU, after lesson 09
-    ("top", {"exercises", "cli", "__main__", "interop",
+    ("top", {"exercises", "cli", "__main__", "interop", "room",
              # the old paths of lessons/'s modules, kept for older code: nothing uses them
              "colab", "show", "pictures", "sizes", "demo"}),
 ]
