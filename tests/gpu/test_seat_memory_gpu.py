@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -64,3 +65,17 @@ def test_envs_auto_fits_inside_the_limit(gib):
     assert found["free"] <= limit and found["budget"] <= 0.8 * limit
     assert found["peak"] <= limit, found
     assert found["envs"] >= 32
+
+
+def test_the_room_bench_runs_two_seats_at_once(tmp_path):
+    """bench/room.py's quick version, as the GPU check runs it: two seats train at once,
+    each under its limit; a bench, so only a failure fails (never a time)."""
+    bench = Path(__file__).resolve().parents[2] / "bench" / "room.py"
+    out = tmp_path / "room.json"
+    done = subprocess.run([sys.executable, str(bench), "--seats", "2", "--small", "--limit-gb",
+                           "2", "--out", str(out)], capture_output=True, text=True, timeout=600)
+    print(done.stdout)
+    assert done.returncode == 0, done.stdout + done.stderr
+    found = json.loads(out.read_text())
+    assert [r["rc"] for r in found["results"]] == [0, 0]
+    assert all(r["peak_bytes"] <= 2 * 2**30 for r in found["results"])
