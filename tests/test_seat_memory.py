@@ -116,3 +116,12 @@ def test_a_trainer_over_the_limit_is_refused_before_any_gpu_work(monkeypatch, pr
         Trainer("tag_continuous", overrides={"env": {"num_envs": 10_000, "backend": "numba"}},
                 gpu=True)  # the GPU's config: 110 agents, 100 steps
     assert pushed == [] and pretend_gpu == []
+
+
+def test_envs_auto_says_it_measures_within_the_limit(monkeypatch, capsys, tmp_path):
+    from wd_teach.cli import main as cli
+
+    monkeypatch.setenv(ENV_VAR, "3")
+    assert cli(["train", "tag_continuous", "--envs", "auto", "--out", str(tmp_path)]) == 2
+    printed = capsys.readouterr().out  # no GPU here: it stops after saying what it would do
+    assert "fit on this GPU within this seat's GPU memory limit, 3.00 GiB" in printed

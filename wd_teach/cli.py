@@ -325,7 +325,11 @@ def _auto_envs(args: argparse.Namespace) -> int:
     from wd_teach.scale.autoscale import fit_num_envs
 
     env = {"name": args.env, **({"backend": args.backend} if args.backend else {})}
-    print("--envs auto: measuring how many envs fit on this GPU")
+    from wd_teach import seat_memory
+
+    limit = seat_memory.limit_bytes()
+    within = f" within {seat_memory.describe(limit)}" if limit else ""
+    print(f"--envs auto: measuring how many envs fit on this GPU{within}")
     fit = fit_num_envs(args.config or args.env, overrides={"env": env}, sets=args.set,
                        log=lambda line: print("  " + line))
     print(fit.describe())
