@@ -47,9 +47,11 @@ def run_seat(env: str, iterations: int, small: bool) -> None:
     trainer = Trainer(env, gpu=True, sets=SMALL if small else [])
     for _ in range(iterations):
         trainer.iterate()
-    torch.cuda.synchronize()
+    gpu = torch.cuda.is_available()  # without one it still runs, on the CPU: a smoke test
+    if gpu:
+        torch.cuda.synchronize()
     print(json.dumps({"seconds": time.perf_counter() - start,
-                      "peak_bytes": torch.cuda.max_memory_reserved(),
+                      "peak_bytes": torch.cuda.max_memory_reserved() if gpu else 0,
                       "num_envs": trainer.config.env.num_envs}))
 
 
