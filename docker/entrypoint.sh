@@ -7,7 +7,10 @@
 #   jupyterhub-singleuser [ARGS]
 #                      a seat of a JupyterHub (docker/jupyterhub/): the hub's server, which
 #                      takes its URL, port and token from the hub's JUPYTERHUB_* variables,
-#                      with the lessons in $WD_TEACH_WORK as its start folder
+#                      with the lessons in $WD_TEACH_WORK as its start folder; by the role
+#                      the hub gives (WD_TEACH_ROOM_ROLE), a teacher's seat has the graded
+#                      course made in $WD_TEACH_WORK/course, and a learner's seat shows
+#                      nbgrader's Assignments page but not the teacher's pages
 #   health             exit 0 when the server answers /api/status with its token (HEALTHCHECK)
 #   anything else      run as a command: `wd-teach doctor`, `bash`, ...
 set -euo pipefail
@@ -22,6 +25,30 @@ copy_lessons() {
   for lesson in /opt/wd-teach/notebooks/*; do
     [ -e "$work/${lesson##*/}" ] || cp -r "$lesson" "$work/"
   done
+}
+
+# The room's grading (nbgrader; docker/nbgrader_config.py): a teacher's seat gets the course
+# made from the lessons the first time; a learner's seat turns off nbgrader's teacher pages
+# (Formgrader, creating assignments, the course list) in its own config, which is made anew
+# at every start ($HOME is not kept), and keeps the Assignments page to fetch and submit.
+room_role() {
+  case "${WD_TEACH_ROOM_ROLE:-}" in
+    teacher)
+      [ -e "$work/course" ] || wd-teach course "$work/course" >/dev/null \
+        || echo "entrypoint: could not make the course in $work/course (wd-teach course)" >&2
+      ;;
+    learner)
+      mkdir -p "$HOME/.jupyter/labconfig"
+      printf '%s\n' '{"ServerApp": {"jpserver_extensions": {' \
+        '"nbgrader.server_extensions.formgrader": false,' \
+        '"nbgrader.server_extensions.course_list": false}}}' \
+        >"$HOME/.jupyter/jupyter_server_config.json"
+      local teacher_pages='"@jupyter/nbgrader:formgrader": true,
+        "@jupyter/nbgrader:create-assignment": true, "@jupyter/nbgrader:course-list": true'
+      printf '{"disabledExtensions": {%s}, "lockedExtensions": {%s}}\n' "$teacher_pages" \
+        "$teacher_pages" >"$HOME/.jupyter/labconfig/page_config.json"
+      ;;
+  esac
 }
 
 case "${1:-lab}" in
@@ -40,6 +67,7 @@ case "${1:-lab}" in
     ;;
   jupyterhub-singleuser)
     copy_lessons
+    room_role
     shift
     exec jupyterhub-singleuser --ServerApp.root_dir="$work" "$@"
     ;;

@@ -13,6 +13,8 @@
 # tests; 11, added to the second half since, is not yet timed there). Logs and JUnit XML go to $GPU_CHECK_OUT (default artifacts/gpu_check). Each part is
 # interrupted after GPU_CHECK_TIMEOUT seconds (default 540; pytest then still writes what it
 # found) and counts as failed. Exit status 0 only if every part passed.
+# A room's quick version (bench/room.py --seats 2 --small: two seats training at once,
+# each under a per-seat memory limit) runs in the tests part, tests/gpu/test_seat_memory_gpu.py.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${GPU_CHECK_OUT:-artifacts/gpu_check}"

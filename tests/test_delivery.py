@@ -271,8 +271,10 @@ def test_hub_spawns_the_workshop_image_with_dockerspawner_and_culls_idle_seats(m
     assert c.DockerSpawner.image == "wd-teach:latest"
     assert c.DockerSpawner.cmd == ["jupyterhub-singleuser"]  # the entrypoint's hub branch
     assert "  jupyterhub-singleuser)" in (DOCKER / "entrypoint.sh").read_text()
-    assert list(c.DockerSpawner.volumes.values()) == ["/home/learner/work"]
-    assert "{username}" in next(iter(c.DockerSpawner.volumes))  # a volume per learner
+    assert list(c.DockerSpawner.volumes.values()) == ["/home/learner/work",
+                                                      "/srv/nbgrader/exchange"]
+    work, exchange = c.DockerSpawner.volumes
+    assert "{username}" in work and "{" not in exchange  # a volume per learner, one exchange
     assert c.DockerSpawner.hub_connect_url == "http://172.17.0.1:8081"
     assert c.DockerSpawner.extra_host_config["device_requests"] == [
         {"driver": "nvidia", "count": -1, "capabilities": [["gpu"]]}]  # shared: every GPU
@@ -357,8 +359,50 @@ def test_hub_gives_each_seat_a_gpu_of_its_own_when_asked(monkeypatch):
     assert cyd.extra_create_kwargs["labels"] == {"wd-teach.gpu": "1"}
 
 
+def test_hub_tells_each_seat_its_role_and_its_share_of_the_gpu(monkeypatch):
+    """The teachers (admins) grade, the others learn (docker/nbgrader_config.py reads the
+    role); WD_TEACH_HUB_SEAT_GPU_MEMORY_GB becomes each seat's WD_TEACH_GPU_MEMORY_GB."""
+    c = load_hub_config(monkeypatch)
+    assert set(c.Spawner.environment) == {"WD_TEACH_ROOM_ROLE"}  # no limit unless asked
+    c = load_hub_config(monkeypatch, SEAT_GPU_MEMORY_GB="4")
+    role = c.Spawner.environment["WD_TEACH_ROOM_ROLE"]
+    seat = lambda admin: type("Spawner", (), {"user": type("User", (), {"admin": admin})()})()
+    assert role(seat(True)) == "teacher" and role(seat(False)) == "learner"
+    assert c.Spawner.environment["WD_TEACH_GPU_MEMORY_GB"] == "4"
+
+
+def test_the_image_grades_with_nbgrader_as_its_seats_role_says(monkeypatch):
+    """The image installs nbgrader ([grading]) and its seats' settings; a learner submits
+    under their hub name (every seat is the user `learner`), a teacher's course is in their
+    work folder, and the exchange is the folder the hub's volume is mounted on."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    dockerfile = (DOCKER / "Dockerfile").read_text()
+    assert "hub,grading" in dockerfile and "install -d -m 1777 /srv/nbgrader/exchange" in dockerfile
+    assert "docker/nbgrader_config.py /opt/venv/etc/jupyter/nbgrader_config.py" in dockerfile
+
+    def seat(**env):
+        for name in ("WD_TEACH_ROOM_ROLE", "JUPYTERHUB_USER", "WD_TEACH_WORK"):
+            monkeypatch.delenv(name, raising=False)
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        return PyFileConfigLoader("nbgrader_config.py", path=str(DOCKER)).load_config()
+
+    learner = seat(WD_TEACH_ROOM_ROLE="learner", JUPYTERHUB_USER="ada")
+    assert learner.CourseDirectory.student_id == "ada"
+    assert learner.CourseDirectory.course_id == "wd-teach"
+    assert learner.Exchange.root == "/srv/nbgrader/exchange"
+    teacher = seat(WD_TEACH_ROOM_ROLE="teacher", JUPYTERHUB_USER="teacher",
+                   WD_TEACH_WORK="/home/learner/work")
+    assert teacher.CourseDirectory.root == "/home/learner/work/course"
+    assert "student_id" not in teacher.CourseDirectory  # the teacher collects every seat's
+    assert teacher.CollectApp.check_owner is False  # every seat is the user `learner`
+
+
 @pytest.mark.parametrize("settings, says", [
     ({"PASSWORD": ""}, "set WD_TEACH_HUB_PASSWORD"),
+    ({"SEAT_GPU_MEMORY_GB": "4GB"}, "SEAT_GPU_MEMORY_GB is each seat's GPU memory in GiB"),
+    ({"SEAT_GPU_MEMORY_GB": "0"}, "a number above 0"),
     ({"GPUS": "many"}, "WD_TEACH_HUB_GPUS is one of shared, per-seat, none"),
     ({"IDLE_TIMEOUT": "an hour"}, "WD_TEACH_HUB_IDLE_TIMEOUT must be a whole number"),
     ({"ADMINS": "teacher"}, "set WD_TEACH_HUB_ADMIN_PASSWORD"),

@@ -22,14 +22,15 @@ PACKAGE = Path(__file__).resolve().parents[1] / "wd_teach"
 #: Bottom up. A module or folder right below wd_teach/ names its layer.
 LAYERS = [
     ("base", {"_simulator", "errors", "device", "data", "launch", "cuda_c", "numba_index",
-              "floors", "files", "ranges", "timing", "backends", "cuda", "rng"}),
+              "floors", "files", "ranges", "timing", "backends", "cuda", "rng",
+              "seat_memory"}),
     ("lessons", {"lessons"}),
     ("sampler", {"sampler"}),
     ("reset", {"reset"}),
     ("env", {"env"}),
     ("train", {"train"}),
     ("scale", {"scale", "fundamentals"}),  # lesson 10 measures the GPU, after lesson 09
-    ("top", {"exercises", "cli", "__main__", "interop",
+    ("top", {"exercises", "cli", "__main__", "interop", "room",
              # the old paths of lessons/'s modules, kept for older code: nothing uses them
              "colab", "show", "pictures", "sizes", "demo"}),
 ]

@@ -17,6 +17,9 @@
                                also writes TensorBoard event files as it trains
     wd-teach bench [WHAT]      throughput against envs and agents: env, sampler, rollout,
                                train or all (wd_teach.scale.bench); a table, and JSON with --out
+    wd-teach course DIR        an nbgrader course in DIR: each lesson's exercise an assignment
+                               whose test cell runs the lesson's checker (wd_teach.room)
+    wd-teach grades            the course's gradebook as a table of seats by exercise
 """
 
 from __future__ import annotations
@@ -322,7 +325,11 @@ def _auto_envs(args: argparse.Namespace) -> int:
     from wd_teach.scale.autoscale import fit_num_envs
 
     env = {"name": args.env, **({"backend": args.backend} if args.backend else {})}
-    print("--envs auto: measuring how many envs fit on this GPU")
+    from wd_teach import seat_memory
+
+    limit = seat_memory.limit_bytes()
+    within = f" within {seat_memory.describe(limit)}" if limit else ""
+    print(f"--envs auto: measuring how many envs fit on this GPU{within}")
     fit = fit_num_envs(args.config or args.env, overrides={"env": env}, sets=args.set,
                        log=lambda line: print("  " + line))
     print(fit.describe())
@@ -390,6 +397,26 @@ def _write_results(history: list[dict], config, groups: list[str], out: Path,
         print(f"{group}: mean episode return {shown}")
     print(f"{last['env_steps']:,} env steps; last iteration {last['steps_per_second']:,.0f} "
           f"env steps/s. Files: {', '.join(sorted(p.name for p in out.iterdir()))}")
+
+
+def _course(args: argparse.Namespace) -> int:
+    from wd_teach.room.assignments import make_course
+
+    lessons = [name.strip() for name in args.lessons.split(",")] if args.lessons else None
+    found = {"notebooks": args.notebooks} if args.notebooks else {}
+    written = make_course(args.folder, lessons, course_id=args.course_id, **found)
+    for path in written:
+        print(f"source assignment: {path}")
+    print(f"Next, in {args.folder}: nbgrader generate_assignment NAME, then release_assignment "
+          "NAME (or the Formgrader's page in JupyterLab); docs/teaching.md walks through it.")
+    return 0
+
+
+def _grades(args: argparse.Namespace) -> int:
+    from wd_teach.room.grades import read_grades
+
+    print(read_grades(args.course).table())
+    return 0
 
 
 def _env_help(what: str) -> str:
@@ -467,6 +494,19 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--out", metavar="FILE.json", help="write the results as JSON")
     bench.add_argument("--quiet", action="store_true", help="no line per row while it runs")
     bench.set_defaults(run=_bench)
+    course = commands.add_parser("course", help="the exercises as nbgrader assignments")
+    course.add_argument("folder", metavar="DIR", help="the course folder (made if new)")
+    course.add_argument("--lessons", metavar="NN_name,..",
+                        help="only these lessons (default: every lesson with an exercise)")
+    course.add_argument("--course-id", default="wd-teach",
+                        help="the course's name in nbgrader's exchange (default wd-teach)")
+    course.add_argument("--notebooks", metavar="DIR",
+                        help="the lessons' folder (default: notebooks/ of this clone)")
+    course.set_defaults(run=_course)
+    grades = commands.add_parser("grades", help="seats by exercise, from nbgrader's gradebook")
+    grades.add_argument("--course", default=".", metavar="DIR",
+                        help="the course folder, where gradebook.db is (default: here)")
+    grades.set_defaults(run=_grades)
     args = parser.parse_args(argv)
     try:
         return args.run(args)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from wd_teach import seat_memory
 from wd_teach.device import default_device
 from wd_teach.errors import StoreError
 
@@ -76,6 +77,7 @@ class DataStore:
         if self.device.type == "cuda" and not torch.cuda.is_available():
             raise StoreError("device='cuda' was asked for, but torch sees no CUDA GPU. "
                              "Leave device unset to use what this machine has.")
+        seat_memory.apply(self.device)  # a room's per-seat limit, once, before any array
         self._arrays: dict[str, torch.Tensor] = {}
         self._info: dict[str, ArrayInfo] = {}
         self._pristine: dict[str, torch.Tensor] = {}
@@ -336,8 +338,14 @@ class DataStore:
     def _check_room(self, name: str, nbytes: int) -> None:
         if self.device.type != "cuda":
             return
-        free, total = torch.cuda.mem_get_info(self.device)
-        if nbytes > free:
+        free, total = seat_memory.free_bytes(self.device)
+        if nbytes <= free:
+            return
+        limit = seat_memory.limit_bytes()
+        if limit is None:
             raise StoreError(f"{name!r} needs {nbytes / 2**30:.2f} GiB on the GPU but only "
                              f"{free / 2**30:.2f} of {total / 2**30:.2f} GiB is free. Use "
                              "fewer environments or agents.")
+        raise StoreError(f"{name!r} needs {nbytes / 2**30:.2f} GiB on the GPU, more than the "
+                         f"{free / 2**30:.2f} GiB left of {seat_memory.describe(limit)}. Use "
+                         "fewer environments or agents; a larger limit is the teacher's to give.")

@@ -1,7 +1,9 @@
 """JupyterHub for a workshop on one GPU host: each learner logs in with the room's shared
 password and gets a container of the workshop image (docker/Dockerfile) of their own,
 started by DockerSpawner; a seat left idle is stopped by jupyterhub-idle-culler (its work
-stays in its volume). docker/jupyterhub/README.md says how to run it:
+stays in its volume). The teachers (the hub's admins) grade the lessons' exercises with
+nbgrader: every seat mounts one exchange volume, where a teacher releases and collects.
+docker/jupyterhub/README.md says how to run it:
 
     WD_TEACH_HUB_PASSWORD=... jupyterhub -f docker/jupyterhub/jupyterhub_config.py
 
@@ -15,6 +17,9 @@ Settings come from the environment, so that this file stays as it is:
                                gets a GPU of its own; none: no GPU (a CPU host, CI)
   WD_TEACH_HUB_GPU_IDS         per-seat: the GPUs to hand out, e.g. 0,1,2,3 (default: every GPU
                                that nvidia-smi lists)
+  WD_TEACH_HUB_SEAT_GPU_MEMORY_GB
+                               GiB of GPU memory each seat may use (default: no limit); a
+                               seat's wd-teach honours it (WD_TEACH_GPU_MEMORY_GB)
   WD_TEACH_HUB_IDLE_TIMEOUT    seconds without activity before a seat is stopped (default 3600)
   WD_TEACH_HUB_PORT            the port learners open (default 8000)
   WD_TEACH_HUB_API_PORT        the hub's own port, which the seats call (default 8081)
@@ -33,6 +38,7 @@ import sys
 c = get_config()  # noqa: F821  (JupyterHub's config loader provides get_config)
 
 GPU_MODES = ("shared", "per-seat", "none")
+EXCHANGE_VOLUME = "wd-teach-hub-exchange"
 
 
 def setting(name: str, default: str | None = None) -> str:
@@ -50,6 +56,26 @@ def whole_number(name: str, default: str) -> int:
         sys.exit(f"jupyterhub_config.py: WD_TEACH_HUB_{name} must be a whole number above 0, "
                  f"not {value!r}")
     return int(value)
+
+
+def seat_gpu_memory() -> str | None:
+    """WD_TEACH_HUB_SEAT_GPU_MEMORY_GB, checked here: a typo must stop the hub, not every seat."""
+    value = os.environ.get("WD_TEACH_HUB_SEAT_GPU_MEMORY_GB", "").strip()
+    if not value:
+        return None
+    try:
+        gib = float(value)
+    except ValueError:
+        gib = 0.0
+    if not (0 < gib < float("inf")):
+        sys.exit("jupyterhub_config.py: WD_TEACH_HUB_SEAT_GPU_MEMORY_GB is each seat's GPU "
+                 f"memory in GiB, a number above 0 (e.g. 4), not {value!r}")
+    return value
+
+
+def room_role(spawner) -> str:
+    """nbgrader's role of a seat (docker/nbgrader_config.py): the hub's admins teach."""
+    return "teacher" if spawner.user.admin else "learner"
 
 
 def network_gateway(network: str) -> str:
@@ -150,7 +176,14 @@ c.DockerSpawner.pull_policy = "ifnotpresent"
 c.DockerSpawner.network_name = network
 # The image's entrypoint copies the lessons into the work folder, then starts the hub's server.
 c.DockerSpawner.cmd = ["jupyterhub-singleuser"]
-c.DockerSpawner.volumes = {"wd-teach-hub-{username}": "/home/learner/work"}
+c.DockerSpawner.volumes = {"wd-teach-hub-{username}": "/home/learner/work",
+                           # nbgrader's exchange: one for the room, every seat mounts it
+                           EXCHANGE_VOLUME: "/srv/nbgrader/exchange"}
+# Each seat's role for nbgrader (a teacher's seat gets the course, a learner's the
+# Assignments page), and its share of the GPU, which wd-teach in the seat honours.
+c.Spawner.environment = {"WD_TEACH_ROOM_ROLE": room_role}
+if seat_gpu_memory():
+    c.Spawner.environment["WD_TEACH_GPU_MEMORY_GB"] = seat_gpu_memory()
 c.DockerSpawner.remove = True  # a stopped seat's container goes; its volume stays
 c.Spawner.default_url = "/lab"
 c.Spawner.start_timeout = 300  # the first start of a seat on a host copies a large image

@@ -101,6 +101,8 @@ def engine(image_config, tmp_path_factory):
                     box.remove(force=True)
                 for volume in client.volumes.list(filters={"name": f"wd-teach-hub-{user}"}):
                     volume.remove(force=True)
+            for volume in client.volumes.list(filters={"name": "wd-teach-hub-exchange"}):
+                volume.remove(force=True)  # the room's nbgrader exchange, which every seat mounts
 
 
 @pytest.fixture(scope="module")

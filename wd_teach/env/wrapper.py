@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from wd_teach import backends
+from wd_teach import backends, seat_memory
 from wd_teach.data import DataStore
 from wd_teach.env import ACTIONS, DONE, OBS, REWARDS, TIMESTEP, Env
 from wd_teach.errors import EnvError, TooLargeError
@@ -319,11 +319,14 @@ def _check_size(env: Env, num_envs: int, device: torch.device) -> None:
                                 "or agents.")
     if device.type != "cuda":
         return
-    need = sum(a.data.nbytes * (1 if a.per == "shared" else num_envs) * (2 if a.reset else 1)
+    what = f"{num_envs:,} envs of {env.num_agents:,} agents"
+    seat_memory.require_room(state_bytes(env, num_envs, one), what, device,
+                             fewer="Use fewer envs or agents.")
+
+
+def state_bytes(env: Env, num_envs: int, one: dict | None = None) -> int:
+    """Bytes the store of `num_envs` envs holds on the device, pristine copies included,
+    worked out from the state of one environment (`one`, when already made)."""
+    one = env.full_state(1) if one is None else one
+    return sum(a.data.nbytes * (1 if a.per == "shared" else num_envs) * (2 if a.reset else 1)
                for a in one.values())
-    free, total = torch.cuda.mem_get_info(device)
-    if need > free:
-        raise TooLargeError(f"{num_envs:,} envs of {env.num_agents:,} agents need "
-                            f"{need / 2**30:.2f} GiB on the GPU, but only "
-                            f"{free / 2**30:.2f} of {total / 2**30:.2f} GiB is free. Use "
-                            "fewer envs or agents.")

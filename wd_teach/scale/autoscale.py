@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import torch
 
+from wd_teach import seat_memory
 from wd_teach.device import gpu_available
 from wd_teach.errors import BenchError, ConfigError, MissingPieceError, TooLargeError
 from wd_teach.train.algorithms import ALGORITHMS
@@ -282,9 +283,12 @@ def release_gpu_memory() -> None:
 
 
 def free_gpu_memory() -> int:
-    """Free bytes on the current GPU, once torch's cache has been handed back."""
+    """Free bytes on the current GPU, once torch's cache has been handed back: under a
+    room's per-seat limit (wd_teach.seat_memory), what is left of the limit."""
     release_gpu_memory()
-    return torch.cuda.mem_get_info()[0]
+    device = torch.device("cuda", torch.cuda.current_device())
+    seat_memory.apply(device)
+    return seat_memory.free_bytes(device)[0]
 
 
 def gpu_measure(config: TrainConfig, gpu: bool | None = None) -> Callable[[int], int]:

@@ -33,9 +33,10 @@ from pathlib import Path
 
 import torch
 
+from wd_teach import seat_memory
 from wd_teach.device import gpu_available
 from wd_teach.env import Env
-from wd_teach.env.wrapper import EnvWrapper
+from wd_teach.env.wrapper import EnvWrapper, state_bytes
 from wd_teach.errors import ConfigError, LaunchError, TrainError
 from wd_teach.floors import fast_floor
 from wd_teach.launch import launch_geometry
@@ -93,6 +94,27 @@ def check_global_state(env: Env, wrapper: EnvWrapper) -> None:
                           f"{wrapper.device}. Make the two agree.")
 
 
+def _check_seat_memory(env: Env, c: TrainConfig, next_obs: bool) -> None:
+    """Under a room's per-seat GPU memory limit (wd_teach.seat_memory), refuse before anything
+    is on the GPU a run whose env state and rollout buffer alone are more than the seat has
+    left: a clear error at the cell that asked, not an out-of-memory error half way in."""
+    from wd_teach import backends
+
+    if seat_memory.limit_bytes() is None:
+        return
+    device = backends.get(c.env.backend or default_backend()).device()
+    if device.type != "cuda":
+        return
+    samples = c.trainer.steps * c.env.num_envs * env.num_agents
+    # obs (and next_obs), one action, log-prob, value and reward per sample, float32 each
+    rollout = 4 * samples * (env.obs_size * (2 if next_obs else 1) + 4)
+    seat_memory.require_room(
+        state_bytes(env, c.env.num_envs) + rollout,
+        f"{c.env.num_envs:,} envs x {env.num_agents:,} agents x {c.trainer.steps} steps "
+        "(the envs' state and the rollout buffer, before the policies)", device,
+        fewer="Use fewer envs (env.num_envs, --envs N) or steps (trainer.steps).")
+
+
 def progress_stream(modules=sys.modules):
     """Where progress bars write: stdout in a Jupyter kernel, where stderr shows on a pink
     background that learners read as an error; stderr elsewhere, so that a script's stdout
@@ -130,6 +152,8 @@ class Trainer:
         for group in self.groups:
             self.algorithm.check(c.algorithm, c.trainer.steps * c.env.num_envs * group.size,
                                  group.name, steps=c.trainer.steps)
+
+        _check_seat_memory(self.env, c, self.algorithm.CAPABILITIES.next_obs)
 
         torch.manual_seed(self.seed)
         self.wrapper = EnvWrapper(self.env, c.env.num_envs, c.env.backend or default_backend(),

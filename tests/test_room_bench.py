@@ -1,0 +1,33 @@
+"""bench/room.py's verdicts, on made-up seats: who was starved (failed, or slower than k x
+its env's median) and the table's last line. The seats' trainings run in tests/gpu."""
+
+import importlib.util
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "room.py"
+spec = importlib.util.spec_from_file_location("bench_room", BENCH)
+room = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(room)
+
+
+def seat(number, env, seconds=None, error=None):
+    if error:
+        return {"seat": number, "env": env, "rc": 1, "error": error}
+    return {"seat": number, "env": env, "rc": 0, "seconds": seconds, "peak_bytes": 2**29,
+            "num_envs": 64}
+
+
+def test_lesson_07s_mix_is_three_cartpoles_to_one_tag():
+    assert [room.seat_env(i) for i in range(8)] == ["cartpole"] * 3 + ["tag_continuous"] + \
+        ["cartpole"] * 3 + ["tag_continuous"]
+
+
+def test_a_seat_is_starved_when_it_failed_or_took_k_times_its_envs_median():
+    seats = [seat(0, "cartpole", 10), seat(1, "cartpole", 11), seat(2, "cartpole", 25),
+             seat(3, "tag_continuous", 40),
+             seat(4, "tag_continuous", error="torch.OutOfMemoryError: ...")]
+    room.mark_starved(seats, 2.0)
+    assert [s["starved"] for s in seats] == [False, False, True, False, True]
+    shown = room.table(seats, 3 * 2**30, 1.5)
+    assert "YES: torch.OutOfMemoryError" in shown
+    assert shown.splitlines()[-1] == "5 seats, 1.5 GiB each; card peak 3.0 GiB; 2 starved"
