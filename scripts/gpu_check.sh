@@ -63,7 +63,7 @@ for backend in pycuda numba; do
   for half in 1 2; do
     # shellcheck disable=SC2086  # the glob is meant to expand
     part "notebooks-$backend-$half" WD_TEACH_BACKEND=$backend python -m pytest ${halves[half-1]} \
-      -q --nbval-lax --nbval-current-env "${limit[@]}" &
+      -q --nbval-lax --nbval-current-env --nbval-kernel-startup-timeout 180 "${limit[@]}" &
   done
 done
 wait

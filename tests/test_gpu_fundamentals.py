@@ -3,6 +3,7 @@ it is here): the kernels give the NumPy reference's answers, the measurements' a
 is right, and each checker refuses the known-wrong answer (a strided read handed in as the
 coalesced one, an unpadded tile, a kernel without its grid-stride loop, a wrong occupancy)."""
 
+import numba
 import numpy as np
 import pytest
 import torch
@@ -78,8 +79,9 @@ def test_a_launch_gives_each_block_the_dynamic_shared_memory_it_asks_for():
     reverse(1, 32, 32 * 4)
     reverse(1, 32, shared=32 * 4)
     assert values.tolist() == list(range(31, -1, -1))
-    with pytest.raises(IndexError):  # no bytes asked for: the simulator's array is empty
-        reverse(1, 32)
+    if numba.config.ENABLE_CUDASIM:  # on a GPU the same launch reads past the block's
+        with pytest.raises(IndexError):  # shared memory: no bytes asked, the array is empty
+            reverse(1, 32)
     with pytest.raises(wd_teach.WdTeachError, match="whole number"):
         reverse(1, 32, shared=-4)
 
@@ -96,8 +98,9 @@ def test_the_system_keeps_a_kiB_of_every_blocks_shared_memory():
     """45 KiB a block: 5 blocks in an H100's 228 KiB, but 4 with the 1 KiB kept of each."""
     assert measure.H100.reserved_shared_per_block == 1024
     assert measure.occupancy(16, 128, 45 * 1024).blocks_per_sm == 4
-    assert measure.card_limits() == measure.H100  # no GPU: the saved limits, named so
-    assert "saved" in measure.card_limits().name
+    if numba.config.ENABLE_CUDASIM:  # on a GPU, tests/gpu holds the card's own to these
+        assert measure.card_limits() == measure.H100  # no GPU: the saved limits, named so
+        assert "saved" in measure.card_limits().name
 
 
 @pytest.mark.parametrize("limits", [measure.H100, lesson_10.A100])

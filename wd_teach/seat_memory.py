@@ -59,6 +59,8 @@ def apply(device: torch.device | str) -> None:
     """Cap torch's allocator on `device` at this seat's limit, once per device (a later
     call does nothing). On a CPU, or without a limit, it does nothing."""
     device = torch.device(device)
+    if device.type == "cuda" and device.index is None:  # "cuda": the current card, by number
+        device = torch.device("cuda", torch.cuda.current_device())
     if device.type != "cuda" or device in _applied:
         return
     limit = limit_bytes()

@@ -79,6 +79,16 @@ def check_fits(num_envs: int, num_agents: int) -> None:
 
 
 
+def same_device(a: torch.device, b: torch.device) -> bool:
+    """"cuda" and "cuda:0" are one card when 0 is the current one."""
+    def numbered(d):
+        d = torch.device(d)
+        if d.type == "cuda" and d.index is None:
+            return torch.device("cuda", torch.cuda.current_device())
+        return d
+    return numbered(a) == numbered(b)
+
+
 def check_global_state(env: Env, wrapper: EnvWrapper) -> None:
     """An env's global state as it declares it: float32 [num_envs, global_state_size] on
     the store's device. Refused here, before training, with what it gave: inside the
@@ -88,7 +98,7 @@ def check_global_state(env: Env, wrapper: EnvWrapper) -> None:
     got = (f"{tuple(state.shape)} {state.dtype} on {state.device}"
            if isinstance(state, torch.Tensor) else type(state).__name__)
     if not (isinstance(state, torch.Tensor) and tuple(state.shape) == want
-            and state.dtype == torch.float32 and state.device == wrapper.device):
+            and state.dtype == torch.float32 and same_device(state.device, wrapper.device)):
         raise ConfigError(f"trainer.critic=centralized: {type(env).__name__}.global_state(store) "
                           f"gave {got}; its global_state_size says float32 {want} on "
                           f"{wrapper.device}. Make the two agree.")
