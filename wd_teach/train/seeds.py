@@ -11,10 +11,10 @@ reported with an interval (wd_teach/train/intervals.py), never from one run.
 
 The seeds run one after another in one call, each a whole `Trainer` of the config at this
 machine's size (the config's full size on a GPU, its `cpu` block's toy size elsewhere). They
-share nothing but the config: a seed's result is the same whether it runs alone or fifth.
-On a GPU each run already spreads its envs over the card (one block per env), so the seeds
-are not run side by side: that would need one process per seed, or every network batched
-over the seeds, and neither is what this lesson teaches.
+share nothing but the config: a seed's run is the run `Trainer` makes of that seed alone.
+On a GPU they do not run side by side either. A small run is bound more by its kernel
+launches than by the card's width, so seeds side by side (a process per seed, or every
+network batched over the seeds) may well be faster; that is not measured, and not done here.
 """
 
 from __future__ import annotations
