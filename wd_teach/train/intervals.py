@@ -54,14 +54,20 @@ def iqm_interval(scores: Mapping[int, float], *, confidence: float = 0.95, reps:
     seeds, values = _checked(scores, confidence, reps)
     from rliable import library
 
-    with warnings.catch_warnings():
-        # rliable 1.2 hands arch its RandomState by a name that arch 7 calls deprecated;
-        # the resamples are the same either way.
-        warnings.filterwarnings("ignore", "random_state is deprecated", FutureWarning)
-        points, intervals = library.get_interval_estimates(
-            {"run": values[:, None]}, lambda s: np.array([iqm(s)]), reps=reps,
-            confidence_interval_size=confidence,
-            random_state=np.random.RandomState(random_seed))
+    # rliable 1.2's StratifiedBootstrap draws its resamples from NumPy's global generator,
+    # not from the random_state it is handed: that one is seeded for this call and put back.
+    saved = np.random.get_state()
+    np.random.seed(random_seed)
+    try:
+        with warnings.catch_warnings():
+            # ... and arch 7 calls handing it a random_state deprecated (it is unused).
+            warnings.filterwarnings("ignore", "random_state is deprecated", FutureWarning)
+            points, intervals = library.get_interval_estimates(
+                {"run": values[:, None]}, lambda s: np.array([iqm(s)]), reps=reps,
+                confidence_interval_size=confidence,
+                random_state=np.random.RandomState(random_seed))
+    finally:
+        np.random.set_state(saved)
     low, high = intervals["run"][:, 0]
     return Interval(float(points["run"][0]), float(low), float(high), seeds, confidence)
 
