@@ -147,5 +147,5 @@ def plot_seed_curves(runs, title: str = "", target: float | None = None, ax=None
     if target is not None:
         ax.axhline(target, color="0.5", ls="--", label=f"target {target:g}")
     ax.set(xlabel="environment steps", ylabel=runs.metric, title=title or "Learning curves")
-    ax.legend(loc="upper left", fontsize=8, ncol=2)
+    ax.legend(loc="best", fontsize=8, ncol=2)
     return ax
