@@ -8,10 +8,11 @@ import textwrap
 import pytest
 
 from wd_teach.errors import ShowError, WdTeachError
-from wd_teach.lessons.show import cuda_function, python_function
+from wd_teach.lessons.show import cuda_function, python_function, python_lines
 from wd_teach.rng import kernels_numba as rng_numba
 from wd_teach.rng import reference as rng
 from wd_teach.sampler import sampler
+from wd_teach.train.algorithms import a2c, ppo
 from wd_teach.train.rollout import Rollout
 
 SOURCE = r"""#include "wd_teach.cuh"
@@ -104,3 +105,20 @@ def test_a_python_name_not_there_is_an_error_that_lists_the_names_there():
         python_function(rng_numba)
     with pytest.raises(ShowError, match="no Python source"):
         python_function(len)
+
+
+def test_python_lines_are_the_lines_that_begin_so_in_the_order_asked():
+    assert python_lines(a2c.loss, "value_loss =", "policy_loss =") == (
+        "value_loss = 0.5 * (returns - value).pow(2).sum() / samples\n"
+        "policy_loss = -(advantages * log_prob).sum() / samples")
+    shown = python_lines(ppo.loss, "ratio =", "clipped_ratio =")
+    assert shown.splitlines()[0] == "ratio = (log_prob - old_log_prob).exp()"
+    assert all(line in python_function(ppo.loss) for line in shown.splitlines())
+
+
+def test_a_line_not_there_is_an_error_that_shows_the_lines_there():
+    with pytest.raises(ShowError, match=r"(?s)no line of loss begins with 'policy_los ='.*"
+                                        r"policy_loss = -\(advantages"):
+        python_lines(a2c.loss, "policy_los =")
+    with pytest.raises(ShowError, match="at least one start"):
+        python_lines(a2c.loss)

@@ -1,12 +1,12 @@
 """Notebooks show the package's code by name, and say what they show.
 
-Every `cuda_function(source, "name")` and `python_function(obj)` call in a notebook's code
-cells is found with ast and evaluated as the notebook would, in a namespace made of the
-notebook's own imports: the function must be there. A CUDA source that is one of the
-notebook's own variables (`game.cuda_sources()`) is looked for in every CUDA C file of the
-package and the envs instead. The nearest markdown cell above must name the function shown,
-in backticks (`sample_actions`, `ppo.loss`), so the text says what the code is. And no code
-cell cuts a file between two comment strings any more.
+Every `cuda_function(source, "name")`, `python_function(obj)` and `python_lines(obj, ...)`
+call in a notebook's code cells is found with ast and evaluated as the notebook would, in a
+namespace made of the notebook's own imports: the function (and the lines) must be there. A
+CUDA source that is one of the notebook's own variables (`game.cuda_sources()`) is looked for
+in every CUDA C file of the package and the envs instead. The nearest markdown cell above must
+name the function shown, in backticks (`sample_actions`, `ppo.loss`), so the text says what
+the code is. And no code cell cuts a file between two comment strings any more.
 """
 
 import ast
@@ -62,7 +62,7 @@ def shown_calls(notebook: dict):
     for index, source, markdown in _code_cells(notebook):
         for node in ast.walk(ast.parse(_python(source))):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-                    and node.func.id in ("cuda_function", "python_function"):
+                    and node.func.id in ("cuda_function", "python_function", "python_lines"):
                 yield index, node, markdown
 
 
@@ -83,8 +83,8 @@ def _shown_name(call: ast.Call, namespace: dict) -> str:
         cuda_function(source, name.value)
         return name.value
     try:
-        value(call)  # python_function(obj) or python_function(owner, "name")
-        if len(call.args) == 2:
+        value(call)  # python_function(obj), python_function(owner, "name"), python_lines(...)
+        if call.func.id == "python_function" and len(call.args) == 2:
             return call.args[1].value
         shown = value(call.args[0])
     except (NameError, AttributeError) as err:
@@ -130,7 +130,9 @@ def _notebook(*cells: tuple[str, str]) -> dict:
 
 IMPORTS = ("code", "from wd_teach.sampler.sampler import CUDA_C_PATH\n"
                    "from wd_teach.train.rollout import Rollout\n"
-                   "from wd_teach.lessons.show import cuda_function, python_function")
+                   "from wd_teach.train.algorithms import a2c\n"
+                   "from wd_teach.lessons.show import cuda_function, python_function, "
+                   "python_lines")
 
 
 def test_a_notebook_that_shows_its_code_right_has_no_problems():
@@ -168,3 +170,16 @@ def test_a_cut_between_comment_strings_is_a_problem():
                                   'print(text[text.index("// The draw"):text.index("// Next")])'))
     [problem] = problems(notebook)
     assert "cuts code between two strings" in problem
+
+
+def test_lines_shown_must_be_there_and_their_function_named_above():
+    notebook = _notebook(IMPORTS, ("markdown", "Its critic's loss, in `a2c.loss`:"),
+                         ("code", 'print(python_lines(a2c.loss, "value_loss ="))'))
+    assert problems(notebook) == []
+    notebook = _notebook(IMPORTS, ("markdown", "Its critic's loss:"),
+                         ("code", 'print(python_lines(a2c.loss, "value_los ="))'),
+                         ("markdown", "Its critic's loss:"),
+                         ("code", 'print(python_lines(a2c.loss, "value_loss ="))'))
+    first, second = problems(notebook)
+    assert "no line of loss begins with 'value_los ='" in first
+    assert second.endswith("the markdown above does not name `loss`")

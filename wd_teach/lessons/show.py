@@ -3,10 +3,12 @@ PyCUDA cell that cannot run.
 
 Code by name. `cuda_function(source, "sample_actions")` is the text of one CUDA C function
 (a `__global__` kernel or a `__device__` helper, with the comment just above it), and
-`python_function(rollout.Rollout._steps)` the text of one Python function or method. A lesson
-that shows code this way shows what the package runs today, and an edited comment or a moved
-line cannot cut it in the wrong place; a renamed function is a clear error naming the
-functions that are there (tests/test_shown_code.py finds every such call in the notebooks).
+`python_function(rollout.Rollout._steps)` the text of one Python function or method, and
+`python_lines(a2c.loss, "policy_loss =")` the lines of one that begin so (the code beside the
+line of math it computes). A lesson that shows code this way shows what the package runs
+today, and an edited comment or a moved line cannot cut it in the wrong place; a renamed
+function is a clear error naming the functions that are there (tests/test_shown_code.py
+finds every such call in the notebooks).
 
 A lesson keeps its PyCUDA cells on every machine. Without a GPU (or without PyCUDA) such a
 cell calls `pycuda_missing(source)`: it says plainly why the cell cannot run, shows the CUDA C
@@ -118,6 +120,25 @@ def python_function(obj, name: str | None = None) -> str:
         raise ShowError(f"no Python source for {_label(obj)} (built in, or compiled): "
                         f"{err}") from err
     return textwrap.dedent(text).rstrip("\n")
+
+
+def python_lines(obj, *starts: str) -> str:
+    """The lines of a Python function that begin (after their indent) with each of `starts`,
+    in the order asked, dedented: one line of math in a lesson, and beside it the line of
+    the package that computes it. A start that begins no line of the function is a clear
+    error that shows the function's lines, so an edited line cannot show the wrong one."""
+    if not starts:
+        raise ShowError("python_lines needs at least one start of a line, e.g. "
+                        "python_lines(a2c.loss, \"policy_loss =\").")
+    lines = python_function(obj).splitlines()
+    shown = []
+    for start in starts:
+        found = [line.strip() for line in lines if line.strip().startswith(start)]
+        if not found:
+            raise ShowError(f"no line of {_label(getattr(obj, 'py_func', obj))} begins with "
+                            f"{start!r}. Its lines:\n" + "\n".join(lines))
+        shown += found
+    return "\n".join(shown)
 
 
 def _read_cuda(source) -> tuple[str, str]:

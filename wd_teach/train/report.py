@@ -130,3 +130,22 @@ def plot_time_breakdown(history: list[dict], title: str = "", ax=None):
            title=title or "Where the time goes")
     ax.legend(ncol=5, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.45))
     return ax
+
+
+def plot_seed_curves(runs, title: str = "", target: float | None = None, ax=None):
+    """One learning curve per seed of `runs` (wd_teach.train.seeds.SeedRuns), each labelled
+    with its seed, and their IQM over the seeds with its 95% confidence band."""
+    from wd_teach.train.intervals import iqm_curve
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 3.5))
+    for seed, curve in zip(runs.seeds, runs.curves, strict=True):
+        ax.plot(runs.env_steps, curve, lw=1, alpha=0.6, label=f"seed {seed}")
+    middle, low, high = iqm_curve(runs.curves)
+    ax.plot(runs.env_steps, middle, color="k", lw=2, label="IQM over the seeds")
+    ax.fill_between(runs.env_steps, low, high, color="k", alpha=0.15, label="95% CI of the IQM")
+    if target is not None:
+        ax.axhline(target, color="0.5", ls="--", label=f"target {target:g}")
+    ax.set(xlabel="environment steps", ylabel=runs.metric, title=title or "Learning curves")
+    ax.legend(loc="best", fontsize=8, ncol=2)
+    return ax

@@ -1,0 +1,104 @@
+"""Several seeds of one run (wd_teach/train/seeds.py) and their interval estimates
+(wd_teach/train/intervals.py): every result names its seed, a seed gives the same curve
+each time and another seed another one, the IQM is the one worked out by hand and its
+interval holds it, and bad input is refused before any training with what to do."""
+
+import numpy as np
+import pytest
+
+from wd_teach.errors import TrainError
+from wd_teach.train.intervals import Interval, iqm, iqm_curve, iqm_interval
+from wd_teach.train.seeds import check_seeds, train_seeds
+
+#: CartPole at its smallest: a few envs, short rollouts, one pass of two minibatches.
+TINY = {"env": {"backend": "numpy", "num_envs": 4}, "trainer": {"steps": 16},
+        "algorithm": {"num_minibatches": 2, "epochs": 1}}
+#: The loss is finite every iteration (an episode's return is NaN until one ends).
+METRIC = "cart/loss"
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return train_seeds("cartpole", [7, 3], 2, metric=METRIC, overrides=TINY,
+                       score=lambda trainer: {"seed_seen": trainer.seed})
+
+
+def test_every_result_names_its_seed(runs):
+    assert runs.seeds == (7, 3) and runs.metric == METRIC
+    assert runs.curves.shape == (2, 2) and list(runs.env_steps) == [64, 128]
+    assert runs.score("seed_seen") == {7: 7.0, 3: 3.0}  # each trainer ran with its own seed
+    assert set(runs.score("final")) == {7, 3}
+    assert runs.score()[3] == pytest.approx(runs.curve(3).mean())  # last 3 of 2 iterations
+
+
+def test_other_seeds_give_other_curves_and_a_seed_gives_the_same_one(runs):
+    assert not np.array_equal(runs.curve(7), runs.curve(3))
+    again = train_seeds("cartpole", [3], 2, metric=METRIC, overrides=TINY)
+    np.testing.assert_array_equal(again.curve(3), runs.curve(3))
+
+
+@pytest.mark.parametrize("seeds, words", [
+    ([], "seeds is empty"), ([1, 2, 1], "seeds [1] are named more than once"),
+    ([0, -1], "got -1"), ([0, 1.5], "got 1.5")])
+def test_bad_seeds_are_refused_before_any_training(seeds, words):
+    with pytest.raises(TrainError, match=words.replace("[", r"\[").replace("]", r"\]")):
+        train_seeds("cartpole", seeds, 1, metric=METRIC, overrides=TINY)
+
+
+def test_check_seeds_keeps_the_order():
+    assert check_seeds(range(3)) == (0, 1, 2) and check_seeds([4, 2]) == (4, 2)
+
+
+def test_a_metric_that_is_not_there_names_those_that_are():
+    with pytest.raises(TrainError, match="'cart/retrun' is not in the history.*cart/return"):
+        train_seeds("cartpole", [0], 1, metric="cart/retrun", overrides=TINY)
+
+
+def test_a_seed_or_score_not_trained_is_a_clear_error(runs):
+    with pytest.raises(TrainError, match=r"seed 5 was not trained; the seeds are \[7, 3\]"):
+        runs.curve(5)
+    with pytest.raises(TrainError, match="no score 'greedy'; these runs have final, seed_seen"):
+        runs.score("greedy")
+
+
+def test_the_iqm_is_the_mean_of_the_middle_half():
+    # Eight scores, sorted 0 1 2 3 4 5 6 1000: two cut from each end, (2 + 3 + 4 + 5) / 4.
+    assert iqm([5, 1000, 0, 3, 6, 2, 4, 1]) == pytest.approx(3.5)
+    # Five: int(5 / 4) = 1 cut from each end, (2 + 3 + 4) / 3.
+    assert iqm([100, 2, 4, 3, -50]) == pytest.approx(3.0)
+
+
+def test_the_interval_holds_the_iqm_and_names_the_seeds():
+    scores = {10: 5.0, 11: 1000.0, 12: 0.0, 13: 3.0, 14: 6.0, 15: 2.0, 16: 4.0, 17: 1.0}
+    found = iqm_interval(scores)
+    assert isinstance(found, Interval) and found.seeds == tuple(scores)
+    assert found.iqm == pytest.approx(3.5)
+    assert found.low <= found.iqm <= found.high and found.low < found.high
+    assert found.low >= 0 and found.high <= 1000
+    np.random.seed(1)
+    assert iqm_interval(scores) == found  # seeded: the same scores, the same interval,
+    assert np.random.random() == np.random.RandomState(1).random()  # NumPy's own draws as before
+    assert str(found).startswith("IQM 3.5 (95% CI ") and "seeds 10, 11, 12" in str(found)
+    same = iqm_interval({0: 2.0, 1: 2.0, 2: 2.0})
+    assert (same.iqm, same.low, same.high) == (2.0, 2.0, 2.0)
+
+
+def test_a_learning_curve_band_per_iteration():
+    curves = np.array([[0.0, 1.0, np.nan], [2.0, 3.0, 1.0], [4.0, 5.0, 2.0]])
+    middle, low, high = iqm_curve(curves, reps=200)
+    np.testing.assert_allclose(middle[:2], [2.0, 3.0])
+    assert (low[:2] <= middle[:2]).all() and (middle[:2] <= high[:2]).all()
+    assert np.isnan([middle[2], low[2], high[2]]).all()  # seed 0 has no value there
+
+
+@pytest.mark.parametrize("scores, words", [
+    ({}, "at least two seeds, got 0"), ({0: 1.0}, "at least two seeds, got 1"),
+    ([1.0, 2.0], "must be a mapping"), ({0: 1.0, 1: float("nan")}, r"seeds \[1\] have no")])
+def test_bad_scores_are_refused(scores, words):
+    with pytest.raises(TrainError, match=words):
+        iqm_interval(scores)
+
+
+def test_a_confidence_out_of_range_is_refused():
+    with pytest.raises(TrainError, match="confidence must be in"):
+        iqm_interval({0: 1.0, 1: 2.0}, confidence=95)
