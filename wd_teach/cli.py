@@ -206,19 +206,14 @@ def _train_into(trainer, out: Path, args: argparse.Namespace) -> int:
     return 0
 
 
-#: Fresh episodes the train command plays at the end, the policies acting greedily.
-EVALUATION_EPISODES = 100
-
-
 def _print_evaluation(trainer) -> None:
     """The trained policies' score: a training episode's return mixes the policy with its
     exploration and with a policy that changed during the episode, so it can be far below
     (or above) what the final policy does. This plays fresh episodes with the most
-    probable actions: the number a learner should read."""
-    evaluation = trainer.evaluate(num_envs=EVALUATION_EPISODES)
-    shown = ", ".join(f"{name} {value:.4g}" for name, value in evaluation.metrics.items()
-                      if name != "episodes" and not name.endswith("/reward"))
-    print(f"evaluated on {EVALUATION_EPISODES} fresh episodes, most probable actions: {shown}")
+    probable actions: the number a learner should read (`wd-teach play` prints it again)."""
+    from wd_teach.train.evaluation import EVALUATION_EPISODES
+
+    print(trainer.evaluate(num_envs=EVALUATION_EPISODES).describe())
 
 
 def _train_data_parallel(args: argparse.Namespace, config, out: Path) -> int:
