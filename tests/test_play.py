@@ -15,6 +15,7 @@ import yaml
 
 from wd_teach.cli import main
 from wd_teach.env import Env
+from wd_teach.errors import TrainError
 from wd_teach.train import play as play_module
 from wd_teach.train import video
 from wd_teach.train.config import load_config
@@ -185,3 +186,20 @@ def test_bad_options_are_refused_by_the_parser(run, argv, said, capsys):
 def test_a_folder_that_is_no_run_is_said_to_be_so(tmp_path, capsys):
     assert main(["play", str(tmp_path / "nowhere")]) == 2
     assert re.search(r"nowhere: no such folder. Give a run's folder", capsys.readouterr().err)
+
+
+def test_defaults_here_that_would_change_the_runs_env_are_refused(run, monkeypatch):
+    """A run's config is laid over this machine's defaults: were an env parameter the run
+    left out set here (as an env's `cpu` block may), its games would not be the run's."""
+    from wd_teach.train import config as config_module
+
+    defaults = config_module.default_config
+
+    def here(env, gpu=None):
+        raw = defaults(env, gpu)
+        raw["env"]["params"] = {**(raw["env"].get("params") or {}), "gravity": 20.0}
+        return raw
+
+    monkeypatch.setattr(config_module, "default_config", here)
+    with pytest.raises(TrainError, match="its config would change at env.params"):
+        play_run(open_run(run[0]), episodes=1, record=False)
