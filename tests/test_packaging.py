@@ -53,14 +53,15 @@ def test_environment_yml_has_nothing_pyproject_lacks():
     assert {"pip": ["-e ."]} in env["dependencies"]
 
 
-def test_environment_yml_says_how_to_get_what_it_leaves_out():
+@pytest.mark.parametrize("extra", ["pycuda", "video"])
+def test_environment_yml_says_how_to_get_what_it_leaves_out(extra):
     """Each optional extra that environment.yml does not list (PyCUDA: it needs a driver and
-    nvcc) is named in its comments with the conda command that brings it, so the file does
-    not promise what it lacks."""
+    nvcc; imageio-ffmpeg: play's mp4, GIF without it) is named in its comments with the
+    conda command that brings it, so the file does not promise what it lacks."""
     conda, _ = conda_requirements()
     comments = "\n".join(line for line in (REPO / "environment.yml").read_text().splitlines()
                          if line.startswith("#"))
-    for requirement in map(Requirement, PYPROJECT["project"]["optional-dependencies"]["pycuda"]):
+    for requirement in map(Requirement, PYPROJECT["project"]["optional-dependencies"][extra]):
         if requirement.name not in conda:
             assert "is not listed" in comments and (
                 f"conda install -c conda-forge {requirement.name}" in comments), (

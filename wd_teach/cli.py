@@ -15,6 +15,12 @@
                                a folder that holds a run is never overwritten (--force
                                replaces it; --resume goes on from it); --logger tensorboard
                                also writes TensorBoard event files as it trains
+    wd-teach play RUN          a trained run's policies on fresh episodes (--episodes N,
+                               --backend, --seed, --sample), with every setting of the run
+                               (precision, episode length, env parameters), each printed
+                               with where it came from; the scores `train` printed at its
+                               end, and a video of one game (--video: mp4 with the [video]
+                               extra, else GIF) where its env draws its games
     wd-teach bench [WHAT]      throughput against envs and agents: env, sampler, rollout,
                                train or all (wd_teach.scale.bench); a table, and JSON with --out
     wd-teach course DIR        an nbgrader course in DIR: each lesson's exercise an assignment
@@ -209,19 +215,14 @@ def _train_into(trainer, out: Path, args: argparse.Namespace) -> int:
     return 0
 
 
-#: Fresh episodes the train command plays at the end, the policies acting greedily.
-EVALUATION_EPISODES = 100
-
-
 def _print_evaluation(trainer) -> None:
     """The trained policies' score: a training episode's return mixes the policy with its
     exploration and with a policy that changed during the episode, so it can be far below
     (or above) what the final policy does. This plays fresh episodes with the most
-    probable actions: the number a learner should read."""
-    evaluation = trainer.evaluate(num_envs=EVALUATION_EPISODES)
-    shown = ", ".join(f"{name} {value:.4g}" for name, value in evaluation.metrics.items()
-                      if name != "episodes" and not name.endswith("/reward"))
-    print(f"evaluated on {EVALUATION_EPISODES} fresh episodes, most probable actions: {shown}")
+    probable actions: the number a learner should read (`wd-teach play` prints it again)."""
+    from wd_teach.train.evaluation import EVALUATION_EPISODES
+
+    print(trainer.evaluate(num_envs=EVALUATION_EPISODES).describe())
 
 
 def _train_data_parallel(args: argparse.Namespace, config, out: Path) -> int:
@@ -361,6 +362,44 @@ def _positive_steps(text: str) -> int:
     return value
 
 
+def _play(args: argparse.Namespace) -> int:
+    """Every refusal (no run, no checkpoint, another run's checkpoint, a backend that does
+    not run here, a video that cannot be written) comes before any game is played."""
+    from wd_teach.train.play import check_backend, play_run
+    from wd_teach.train.runs import open_run
+    from wd_teach.train.video import check_video_path, draws, video_path, write_video
+
+    run = open_run(args.run_folder)
+    check_backend(run, args.backend)
+    path = None if args.no_video else video_path(args.video, run.folder / "play")
+    if path is not None:
+        check_video_path(path)
+    played = play_run(run, args.episodes, backend=args.backend, seed=args.seed,
+                      greedy=not args.sample, record=path is not None)
+    print(f"{played.trainer}\nplayed with:\n{played.settings_table()}")
+    print(played.evaluation.describe())
+    env = played.trainer.env
+    if path is not None and not draws(env):
+        print(f"no video: {type(env).__name__} does not draw its games (it has no "
+              "draw_frame method); the scores above are all there is to see.")
+    elif path is not None:
+        write_video(env, played.evaluation.frames, path)
+        print(f"video of the first game: {path}")
+    return 0
+
+
+def _positive_episodes(text: str) -> int:
+    """--episodes: a positive whole number."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"takes a positive whole number of episodes to play, "
+                                         f"got {text!r}; leave it out for 100")
+    return value
+
+
 def _bench(args: argparse.Namespace) -> int:
     from wd_teach.scale.bench import command
 
@@ -474,6 +513,27 @@ def main(argv: list[str] | None = None) -> int:
                             f"OUT/{TENSORBOARD_FOLDER}/ as it trains (trainer.logger)")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
     train.set_defaults(run=_train)
+    play = commands.add_parser("play", help="watch and score a trained run")
+    play.add_argument("run_folder", metavar="RUN",
+                      help="a run's folder (what `wd-teach train` wrote: runs/ENV or its "
+                           "--out), or one checkpoint file in it")
+    play.add_argument("--episodes", type=_positive_episodes, metavar="N",
+                      help="fresh episodes to play, at least 1 (default 100, as train's "
+                           "evaluation)")
+    play.add_argument("--backend", choices=ENV_BACKENDS,
+                      help="default: the run's own (its env.backend), or the best that runs "
+                           "here where its config leaves it out")
+    play.add_argument("--seed", type=int, metavar="S",
+                      help="the games' seed (default: the training's evaluation's, "
+                           "trainer.seed + 1)")
+    play.add_argument("--sample", action="store_true",
+                      help="draw each action from the policy, as training does (default: "
+                           "the most probable, as training's evaluation)")
+    play.add_argument("--video", metavar="FILE",
+                      help="where the video of the first game goes, .mp4 or .gif (default: "
+                           "RUN/play.mp4 with the [video] extra installed, else RUN/play.gif)")
+    play.add_argument("--no-video", action="store_true", help="scores only")
+    play.set_defaults(run=_play)
     bench = commands.add_parser("bench", help="throughput against envs and agents")
     bench.add_argument("what", nargs="?", default="all",
                        help="env, sampler, rollout, train or all (default)")

@@ -136,6 +136,14 @@ class TagGame(Env):
     def frame_arrays(self) -> list[str]:
         return ["loc_x", "loc_y", "in_game"]
 
+    def draw_frame(self, ax, frames, k: int) -> None:
+        """The lessons' drawing of a Tag game (render.py), for `wd-teach play`'s video."""
+        from wd_teach_envs._tag import render  # matplotlib only when a game is drawn
+
+        field = self.game_constants()
+        render.draw_frame(ax, frames, k, self.num_taggers, field["field_size"],
+                          field["tagging_distance"])
+
     def params_for_agents(self, num_agents: int) -> dict:
         """The config's own split where it has that many agents; else one tagger for about
         ten runners, each seeing at most its nearest `num_nearest` (or all others)."""

@@ -78,6 +78,20 @@ class CartPole(Env):
         state[OBS] = StateArray(start)
         return state
 
+    def draw_frame(self, ax, frames, k: int) -> None:
+        """The cart as a box on its track, the pole as a line from it (gymnasium's picture)."""
+        from matplotlib.patches import Rectangle  # matplotlib only when a game is drawn
+
+        c, x, theta = self.config, float(frames["x"][k][0]), float(frames["theta"][k][0])
+        ax.clear()
+        ax.set(xlim=(-c.x_threshold - 0.5, c.x_threshold + 0.5), ylim=(-0.5, 2.5),
+               aspect="equal", yticks=[], title=f"step {k}")
+        ax.axhline(0, color="0.5", lw=1)
+        ax.add_patch(Rectangle((x - 0.25, -0.15), 0.5, 0.3, color="tab:blue"))
+        top = (x + 2 * c.half_pole_length * math.sin(theta),
+               2 * c.half_pole_length * math.cos(theta))
+        ax.plot([x, top[0]], [0, top[1]], color="tab:orange", lw=6, solid_capstyle="round")
+
     def constants(self):
         c = self.config
         values = {"gravity": c.gravity, "mass_pole": c.mass_pole,

@@ -287,6 +287,15 @@ class Env:
         array of its initial state but the observation)."""
         return [n for n in self.initial_state(1, np.random.default_rng(0)) if n != OBS]
 
+    def draw_frame(self, ax, frames: dict[str, np.ndarray], k: int) -> None:
+        """Draw step `k` of a recorded game on the matplotlib axes `ax` (clear it first).
+        `frames` is what Trainer.evaluate(record=True) keeps: each of frame_arrays() for one
+        env, one row per step, the start included. `wd-teach play` makes its video of these
+        drawings. An env that draws nothing leaves this out: play says so and still reports
+        its metrics (wd_teach.train.video.draws tells the two apart)."""
+        raise EnvError(f"{type(self).__name__} does not draw its games: give its class a "
+                       "draw_frame(ax, frames, k) method to watch them.")
+
     def params_for_agents(self, num_agents: int) -> dict:
         """Changes to this env's config that make a game of `num_agents` agents, for the
         benchmarks' sweeps over agents. The default: an env with a fixed number of agents."""

@@ -26,6 +26,9 @@ from wd_teach.train.acting import make_acting, random_actions
 from wd_teach.train.metrics import EpisodeStats
 from wd_teach.train.rollout import Rollout
 
+#: Fresh episodes `wd-teach train` plays at the end, and `wd-teach play` by default.
+EVALUATION_EPISODES = 100
+
 
 @dataclass
 class Evaluation:
@@ -37,6 +40,18 @@ class Evaluation:
     num_envs: int = 0
     greedy: bool = True
     random: tuple[str, ...] = ()
+    # The settings it played with, so that a reader can see none differs from training's.
+    steps: int = 0  # steps played: one episode's length unless asked otherwise
+    seed: int = 0
+    backend: str = ""
+    precision: str = "fp32"  # the policy's matmuls, as trainer.precision trained them
+
+    def describe(self) -> str:
+        """One line of the scores, as `wd-teach train` and `wd-teach play` print them."""
+        shown = ", ".join(f"{name} {value:.4g}" for name, value in self.metrics.items()
+                          if name != "episodes" and not name.endswith("/reward"))
+        actions = "most probable actions" if self.greedy else "actions drawn from the policy"
+        return f"evaluated on {self.num_envs} fresh episodes, {actions}: {shown}"
 
 
 class Playing:
@@ -96,14 +111,16 @@ class Playing:
         return {n: torch.stack(kept[:last + 1]).cpu().numpy() for n, kept in self.frames.items()}
 
 
-def in_rollouts(wrapper, playing: Playing, steps: int, most: int) -> list[Rollout]:
+def in_rollouts(wrapper, playing: Playing, steps: int, most: int,
+                precision: str = "fp32") -> list[Rollout]:
     """Rollouts that take `steps` steps in all, each at most `most` steps long (the last one
     may be shorter), so that their buffers are no bigger than a training rollout's. The same
-    Rollout is collected again where it can be."""
+    Rollout is collected again where it can be. `precision`: the policy's matmuls, as
+    training ran them (trainer.precision): a policy trained in bf16 is judged in bf16."""
     chunk = max(1, min(steps, most))
-    rollouts = [Rollout(wrapper, playing, chunk)] * (steps // chunk)
+    rollouts = [Rollout(wrapper, playing, chunk, precision=precision)] * (steps // chunk)
     if steps % chunk:
-        rollouts.append(Rollout(wrapper, playing, steps % chunk))
+        rollouts.append(Rollout(wrapper, playing, steps % chunk, precision=precision))
     return rollouts
 
 
@@ -145,7 +162,8 @@ def play_first_episodes(trainer, num_envs: int | None = None, steps: int | None 
     playing = Playing(acting, greedy, [g for g in trainer.groups if g.name in random],
                       generator, frames)
     most = trainer.rollout.buffer.steps * trainer.wrapper.num_envs // num_envs
-    rollouts = in_rollouts(wrapper, playing, steps, most)
+    precision = trainer.config.trainer.precision
+    rollouts = in_rollouts(wrapper, playing, steps, most, precision)
     wrapper.reset()
     for rollout in rollouts:
         rollout.collect()
@@ -155,4 +173,5 @@ def play_first_episodes(trainer, num_envs: int | None = None, steps: int | None 
     pulled = dict(zip(values, torch.stack(list(values.values())).cpu().tolist(),
                       strict=True))
     return Evaluation(metrics=pulled, frames=playing.kept_frames(), num_envs=num_envs,
-                      greedy=greedy, random=tuple(random))
+                      greedy=greedy, random=tuple(random), steps=steps, seed=seed,
+                      backend=str(wrapper.backend), precision=precision)

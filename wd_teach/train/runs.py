@@ -13,16 +13,24 @@ folder never mixes two runs. Files that are not a run's (your notes) are left al
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
-from wd_teach.errors import TrainError
+from wd_teach.errors import ConfigError, TrainError
 from wd_teach.files import TEMPORARY_SUFFIX
-from wd_teach.train.checkpoint import SUFFIX, checkpoint_iteration, latest_checkpoint
+from wd_teach.train.checkpoint import (
+    SUFFIX,
+    checkpoint_iteration,
+    latest_checkpoint,
+    read_checkpoint,
+)
+from wd_teach.train.config import read_yaml
 from wd_teach.train.logger import TENSORBOARD_FOLDER
 
 #: The names a run writes (glob patterns). checkpoint*.pt: the old, pickled format;
 #: .*.tmp: what a run killed while writing leaves (wd_teach.files).
-RUN_FILES = ("config.yaml", "metrics.csv", "metrics.json", "learning_curve.png",
+RUN_CONFIG = "config.yaml"
+RUN_FILES = (RUN_CONFIG, "metrics.csv", "metrics.json", "learning_curve.png",
              "time_breakdown.png", f"checkpoint*{SUFFIX}", "checkpoint*.pt",
              f".*{TEMPORARY_SUFFIX}", f"{TENSORBOARD_FOLDER}/events.out.tfevents.*")
 
@@ -108,3 +116,84 @@ def _refuse_going_back(folder: Path, env: str, resuming: Path) -> None:
                          f"{checkpoint_iteration(latest)}); going on there from an earlier one "
                          f"would replace them. Go on from the latest (`wd-teach train {env} "
                          f"--resume {folder}`) or write to another --out.")
+
+
+# -- reading a run back -----------------------------------------------------------------------
+
+#: Settings a checkpoint's config may differ in from its run's config.yaml: where the
+#: metrics went (--resume --logger changes it), which changes nothing of the run itself.
+NOT_THE_RUN = ("trainer.logger",)
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run's folder, read back: its checkpoint, and the config that both its config.yaml
+    and that checkpoint hold (checked the same), with the checkpoint's whole state."""
+
+    folder: Path
+    checkpoint: Path
+    config: dict
+    state: dict
+
+
+def open_run(path: str | Path) -> Run:
+    """The run in folder `path` (its latest checkpoint), or the run of the checkpoint file
+    `path` (the folder it is in). A TrainError, saying what to give instead, for a path
+    that is no run, a run with no checkpoint yet, or a checkpoint of another run."""
+    path = Path(path)
+    if not path.exists():
+        raise TrainError(f"{path}: no such folder. Give a run's folder: the --out of "
+                         "`wd-teach train` (runs/ENV by default).")
+    folder = path.parent if path.is_file() else path
+    config_path = folder / RUN_CONFIG
+    if not config_path.is_file():
+        raise TrainError(f"{folder} is not a run's folder: it has no {RUN_CONFIG}. A run's "
+                         "folder is what `wd-teach train ENV` writes (runs/ENV, or its --out).")
+    checkpoint = path if path.is_file() else _run_checkpoint(folder)
+    state = read_checkpoint(checkpoint)  # a TrainError for anything that is not one
+    try:
+        config = read_yaml(config_path)
+    except ConfigError as err:
+        raise TrainError(f"{config_path} cannot be read: {err}") from None
+    check_same_run(config, state.get("config"), config_path, checkpoint)
+    return Run(folder, checkpoint, config, state)
+
+
+def _run_checkpoint(folder: Path) -> Path:
+    """A run folder's latest checkpoint, or why it has none."""
+    try:
+        return latest_checkpoint(folder)
+    except TrainError:
+        raise TrainError(f"{folder} holds a run but no checkpoint (checkpoint*{SUFFIX}): a run "
+                         "writes one when it ends, and every trainer.checkpoint_every "
+                         "iterations. Let it finish, or go on from where it is with "
+                         "`wd-teach train ENV --resume`.") from None
+
+
+def check_same_run(config: dict, theirs, config_path: Path, checkpoint: Path) -> None:
+    """Refuse a checkpoint whose config is not the run's: another env's (a file copied into
+    the folder), or the same env with other settings."""
+    if not isinstance(theirs, dict):
+        raise TrainError(f"{checkpoint} holds no run config: it is not a whole wd-teach "
+                         "training checkpoint.")
+    ours, its = (config.get("env") or {}).get("name"), (theirs.get("env") or {}).get("name")
+    if ours != its:
+        raise TrainError(f"{checkpoint} is a checkpoint of {its!r}, but its folder's "
+                         f"{config_path.name} is a run of {ours!r}: it belongs to another run. "
+                         "Give that run's folder, or the checkpoint's own.")
+    differ = [key for key in differences(config, theirs) if key not in NOT_THE_RUN]
+    if differ:
+        raise TrainError(f"{checkpoint} was trained with other settings than its folder's "
+                         f"{config_path.name} says ({', '.join(differ[:6])}"
+                         f"{', ...' if len(differ) > 6 else ''}): it belongs to another run. "
+                         "Give that run's folder, or the checkpoint's own.")
+
+
+def differences(a, b, prefix: str = "") -> list[str]:
+    """The dotted keys at which two configs (nested dicts) differ; lists and tuples alike."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [d for key in sorted(set(a) | set(b), key=str)
+                for d in differences(a.get(key), b.get(key), f"{prefix}{key}.")]
+    same = (list(a) == list(b) if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple))
+            else a == b)
+    return [] if same else [prefix.rstrip(".")]
