@@ -5,6 +5,8 @@ module.exports = {
   serverBuildPath: 'build/index.js',
   serverModuleFormat: 'cjs',
   serverMinify: true,
+  // postcss.config.js: inline the @import of a package's CSS (see README.md)
+  postcss: true,
   publicPath: '/myst_assets_folder/',
   ignoredRouteFiles: ['**/.*'],
   serverDependenciesToBundle: [/.*/],

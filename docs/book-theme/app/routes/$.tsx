@@ -1,3 +1,4 @@
+import katexCss from 'katex/dist/katex.min.css';
 import {
   json,
   redirect,
@@ -7,7 +8,6 @@ import {
 } from '@remix-run/node';
 import { getProject, isFlatSite, parsePathname, type PageLoader } from '@myst-theme/common';
 import {
-  KatexCSS,
   useOutlineHeight,
   useSidebarHeight,
   PrimaryNavigation,
@@ -61,7 +61,8 @@ export const meta: V2_MetaFunction<typeof loader> = ({ data, matches, location }
   });
 };
 
-export const links: LinksFunction = () => [KatexCSS];
+// KaTeX's stylesheet from its npm package, not from a CDN: the book reads offline.
+export const links: LinksFunction = () => [{ rel: 'stylesheet', href: katexCss }];
 
 export const loader: LoaderFunction = async ({ params, request }) => {
   const url = new URL(request.url);

@@ -1,9 +1,9 @@
 import {
-  KatexCSS,
   getMetaTagsForArticle,
   responseNoArticle,
   responseNoSite,
 } from '@myst-theme/site';
+import katexCss from 'katex/dist/katex.min.css';
 import type { LinksFunction, LoaderFunction, V2_MetaFunction } from '@remix-run/node';
 import { json, redirect } from '@remix-run/node';
 import { getConfig, getPage } from '~/utils/loaders.server';
@@ -30,7 +30,8 @@ export const meta: V2_MetaFunction<typeof loader> = ({ data, location }) => {
   });
 };
 
-export const links: LinksFunction = () => [KatexCSS];
+// KaTeX's stylesheet from its npm package, not from a CDN: the book reads offline.
+export const links: LinksFunction = () => [{ rel: 'stylesheet', href: katexCss }];
 
 export const loader: LoaderFunction = async ({ params, request }) => {
   const config = await getConfig();
