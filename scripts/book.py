@@ -230,6 +230,11 @@ def for_the_book(notebook, stems: list[str], here: str):
     cells = notebook.cells
     if len(cells) > 1 and cells[0].get("id") == "colab-badge" and cells[1].source.startswith("# "):
         cells[0], cells[1] = cells[1], cells[0]
+    # Cell ids are the page's anchors, which MyST wants unique across the book: "colab-setup"
+    # is in every lesson.
+    for cell in cells:
+        if cell.get("id"):
+            cell["id"] = f"{here}-{cell['id']}"[:64]
     return notebook
 
 
