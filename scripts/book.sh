@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# The book: every lesson, the teacher's guide, docs/architecture.md and README's sections as
-# static HTML with a table of contents and search on every page, into build/book/ (BOOK_OUT
-# picks another folder). Open build/book/index.html (from disk works: no server, no network);
-# to publish, serve the folder as it is (GitHub Pages, any static host).
+# The book: every lesson, the teacher's guide, docs/architecture.md and README's sections as a
+# Jupyter Book 2 (MyST) site, with a table of contents and full-text search, into build/book/
+# (BOOK_OUT picks another folder). It needs Node.js 20 or newer and npm: the site theme in
+# docs/book-theme/ is installed from npm and built the first time (a few minutes), then reused.
+# Serve the folder to read it (`python -m http.server -d build/book`, then
+# http://localhost:8000; no network needed); to publish, serve it as it is (GitHub Pages: build
+# with BASE_URL=/<repository name>).
 #
-# BOOK_EXECUTE=1 (the default) runs every notebook here first (on a CPU: small sizes, as in
-# CI); BOOK_EXECUTE=0 runs nothing and shows the outputs saved in the notebooks (say, run on
-# a GPU and saved), refusing a notebook with a cell never run.
+# Nothing is executed: the book shows the outputs saved in the notebooks (say, run on a GPU
+# and saved). BOOK_EXECUTE=1 runs every notebook here first (on a CPU: small sizes).
 #
-#   bash scripts/book.sh                  # build/book/, as many notebooks at once as cores
-#   BOOK_OUT=public bash scripts/book.sh --jobs 1
-#   BOOK_EXECUTE=0 bash scripts/book.sh   # the saved outputs, in seconds
+#   bash scripts/book.sh                  # build/book/, the saved outputs
+#   BOOK_OUT=public bash scripts/book.sh
+#   BOOK_EXECUTE=1 bash scripts/book.sh   # every notebook run here, as many at once as cores
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/venv.sh dev
