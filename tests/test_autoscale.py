@@ -123,6 +123,18 @@ def test_probes_that_do_not_fit_or_exceed_the_budget_say_so():
         fit(lambda n: 9 * GIB + n * MIB)
 
 
+def test_small_runs_that_round_to_the_same_memory_are_grown_until_it_grows():
+    """Tiny runs (CartPole under a seat's limit) can all fit in the allocator's first blocks:
+    the search goes eight times bigger until memory grows, then follows the line."""
+    def flat_then_linear(n):
+        return 300 * MIB + (0 if n < 1000 else 2 * MIB * n)
+
+    result = fit(flat_then_linear)
+    assert any(p.reason == "grow" for p in result.probes)
+    assert result.bytes_per_env == pytest.approx(2 * MIB)
+    assert flat_then_linear(result.num_envs) <= result.budget_bytes
+
+
 def test_memory_that_does_not_grow_cannot_be_fitted():
     with pytest.raises(BenchError, match="did not grow"):
         fit(lambda n: GIB)

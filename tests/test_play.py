@@ -49,7 +49,8 @@ def test_play_takes_every_setting_from_the_run_and_says_where_from(run):
     assert evaluation.precision == "bf16"
     assert evaluation.steps == played.trainer.env.episode_length == 30
     assert evaluation.greedy and evaluation.seed == 6  # the training's evaluation: seed + 1
-    assert evaluation.backend == "numpy" and evaluation.num_envs == 3
+    # the run's backend: its config's, or this machine's default where the config names none
+    assert evaluation.backend == played.trainer.wrapper.backend and evaluation.num_envs == 3
     assert played.trainer.config.trainer.precision == "bf16"
     for name, key in [("precision", "trainer.precision"), ("backend", "env.backend"),
                       ("episode length", "env.params.episode_length")]:

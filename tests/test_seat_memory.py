@@ -118,6 +118,8 @@ def test_a_trainer_over_the_limit_is_refused_before_any_gpu_work(monkeypatch, pr
     assert pushed == [] and pretend_gpu == []
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU path (it stops after "
+                    "saying what it would do); tests/gpu/test_seat_memory_gpu.py fits on a GPU")
 def test_envs_auto_says_it_measures_within_the_limit(monkeypatch, capsys, tmp_path):
     from wd_teach.cli import main as cli
 

@@ -65,7 +65,8 @@ WHY = {"probe": "a first probe",
        "line": "where the line through the two largest runs meets the budget",
        "cap": "max_envs: the line would go further",
        "between": "half way to a size that was over the budget",
-       "back": "half way back after a run that did not fit"}
+       "back": "half way back after a run that did not fit",
+       "grow": "eight times the largest run: memory has not grown yet between the two largest"}
 
 
 @dataclass(frozen=True)
@@ -120,12 +121,16 @@ def line_through(points: dict[int, int]) -> tuple[float, float]:
     return m1 - slope * n1, slope
 
 
+def no_growth(b: float) -> BenchError:
+    return BenchError(f"memory did not grow with the number of envs ({b:.0f} bytes per env "
+                      "between the two largest runs), so no line can say how many fit. "
+                      "Measure at larger sizes (probe_envs).")
+
+
 def envs_within(a: float, b: float, budget: float) -> int:
     """The most envs with a + b * envs <= budget (0 when not even one fits)."""
     if b <= 0:
-        raise BenchError(f"memory did not grow with the number of envs ({b:.0f} bytes per env "
-                         "between the two largest runs), so no line can say how many fit. "
-                         "Measure at larger sizes (probe_envs).")
+        raise no_growth(b)
     return max(int(math.floor((budget - a) / b)), 0)
 
 
@@ -166,6 +171,8 @@ def fit_num_envs(config="tag_continuous", *, overrides: dict | None = None, sets
                          f"more than {fraction:g} of the {free / 2**30:.2f} GiB free. Make the "
                          "run smaller, free the GPU, or raise fraction.")
     a, b = line_through(search.points)
+    if b <= 0 and best != max_envs:  # grown as far as the rounds go, and never more memory
+        raise no_growth(b)
     return Fit(num_envs=best, base_bytes=a, bytes_per_env=b, budget_bytes=search.budget,
                free_bytes=free, fraction=fraction, steps=config.trainer.steps,
                num_agents=make_env(config.env).num_agents, probes=tuple(search.probes))
@@ -220,7 +227,10 @@ class _Search:
         max_envs); where that is past the ceiling (a size found too big), half way between
         the best so far and it. With the reason, a key of WHY."""
         a, b = line_through(self.points)
-        size, reason = envs_within(a, b, self.budget), "line"
+        if b <= 0:  # small runs can all round to the same allocator blocks: go bigger
+            size, reason = best * 8, "grow"
+        else:
+            size, reason = envs_within(a, b, self.budget), "line"
         if max_envs is not None and size > max_envs:
             size, reason = max_envs, "cap"
         if ceiling is not None and size > ceiling:
