@@ -24,6 +24,12 @@ CARD = (80 * GIB, 80 * GIB)  # (free, total) of a pretend idle 80 GiB card
 def no_limit_yet(monkeypatch):
     monkeypatch.delenv(ENV_VAR, raising=False)
     monkeypatch.setattr(seat_memory, "_applied", set())
+    yield
+    # A limit applied to a real GPU holds for the whole process: on a GPU machine the tests
+    # that run after these in the same process get the whole card back.
+    if torch.cuda.is_available() and seat_memory._applied:
+        for device in seat_memory._applied:
+            torch.cuda.set_per_process_memory_fraction(1.0, device)
 
 
 @pytest.fixture
