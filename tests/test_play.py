@@ -52,9 +52,15 @@ def test_play_takes_every_setting_from_the_run_and_says_where_from(run):
     # the run's backend: its config's, or this machine's default where the config names none
     assert evaluation.backend == played.trainer.wrapper.backend and evaluation.num_envs == 3
     assert played.trainer.config.trainer.precision == "bf16"
-    for name, key in [("precision", "trainer.precision"), ("backend", "env.backend"),
+    for name, key in [("precision", "trainer.precision"),
                       ("episode length", "env.params.episode_length")]:
         assert used[name].source == f"the run's config ({key})"
+    # A CPU run's config names its backend (numpy, from CartPole's cpu block); a GPU run's
+    # leaves it to the machine, and play says so.
+    if played.trainer.config.env.backend:
+        assert used["backend"].source == "the run's config (env.backend)"
+    else:
+        assert used["backend"].source == "this machine's best (env.backend not in the run's config)"
     assert used["episodes"].source == "--episodes"
     assert used["seed"].source.startswith("the training's evaluation")
     assert used["actions"].value == "most probable"
