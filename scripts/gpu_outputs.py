@@ -14,14 +14,19 @@ saved notebooks on a CPU, where outputs that vary are not compared (--nbval-lax)
 from __future__ import annotations
 
 import argparse
+import base64
 import datetime
+import io
+import json
 import os
+import re
 import sys
 import time
 from importlib import metadata
 from pathlib import Path
 
 import nbformat
+from colab_cells import notebook_text  # scripts/, beside this file
 from nbclient import NotebookClient
 
 
@@ -49,16 +54,50 @@ def provenance(backend: str) -> dict:
             "pycuda": version("pycuda"), "date": datetime.date.today().isoformat()}
 
 
+#: A frame of an animation as matplotlib's to_jshtml embeds it.
+FRAME = re.compile(r'data:image/png;base64,([A-Za-z0-9+/=\\\n]+)"')
+
+
+def shrink_animations(notebook, quality: int = 80) -> int:
+    """Store the frames of every embedded animation (matplotlib's to_jshtml: one PNG per
+    frame) as JPEG: a Tag game's 121 frames go from about 4.5 MB to under 1 MB, the same
+    pictures, so the lessons stay small enough to read on GitHub and to carry. The bytes
+    saved."""
+    from PIL import Image
+
+    def jpeg(match: re.Match) -> str:
+        png = base64.b64decode(match.group(1))  # the escaped line breaks are not base64: dropped
+        buffer = io.BytesIO()
+        Image.open(io.BytesIO(png)).convert("RGB").save(buffer, "JPEG", quality=quality)
+        return f'data:image/jpeg;base64,{base64.b64encode(buffer.getvalue()).decode()}"'
+
+    saved = 0
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            html = output.get("data", {}).get("text/html")
+            if not html or "data:image/png;base64" not in html:
+                continue
+            smaller = FRAME.sub(jpeg, html)
+            saved += len(html) - len(smaller)
+            output["data"]["text/html"] = smaller
+    return saved
+
+
 def run(path: Path, out: Path, backend: str, cell_timeout: int) -> float:
     """Execute `path` in a fresh kernel and write it to `out`; the seconds it took."""
     notebook = nbformat.read(path, as_version=4)
     start = time.perf_counter()
     NotebookClient(notebook, timeout=cell_timeout, kernel_name="python3",
                    resources={"metadata": {"path": str(path.parent)}}).execute()
-    notebook.metadata.setdefault("wd_teach", {})["outputs"] = provenance(backend)
+    seconds = time.perf_counter() - start
+    shrink_animations(notebook)
+    notebook.metadata.setdefault("wd_teach", {})["outputs"] = {
+        **provenance(backend), "seconds": round(seconds)}
     out.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, out)
-    return time.perf_counter() - start
+    # as every notebook in the repo is written (scripts/colab_cells.py), so a diff shows outputs
+    out.write_text(notebook_text(json.loads(out.read_text(encoding="utf-8"))), encoding="utf-8")
+    return seconds
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,9 +2,9 @@
 takes), and the teacher's guide and the lessons' index agree with the notebooks.
 
 A notebook's times have one source, its own metadata (`metadata.wd_teach`): `minutes` to work
-through it (a plan), `gpu` (every cell on a GPU, in words: not timed notebook by notebook,
-docs/teaching.md says how it was estimated) and `cpu_seconds` (every cell on a CPU, measured:
-docs/teaching.md says on what). The lesson plan, docs/teaching.md's table and
+through it (a plan), `gpu` (every cell on a GPU, in words, from the seconds of the GPU run
+whose outputs it carries, `outputs.seconds`) and `cpu_seconds` (every cell on a CPU,
+measured: docs/teaching.md says on what). The lesson plan, docs/teaching.md's table and
 notebooks/README.md's index are checked against it here, and so is the three-hour path: the
 kernels it has the learner write (three at least, each with its checker) and their minutes,
 which must agree with the table of how those minutes were set and fit the path's slots.
@@ -34,6 +34,22 @@ def cpu_words(seconds: float) -> str:
     if seconds > 90:
         return f"about {math.ceil(seconds / 60)} minutes"
     return f"about {5 * math.ceil(seconds / 5)} s"
+
+
+def gpu_words(seconds: float) -> str:
+    """A GPU time measured by scripts/gpu_outputs.py as the documents say it."""
+    if seconds <= 45:
+        return "under a minute"
+    if seconds <= 75:
+        return "about a minute"
+    return f"about {math.ceil(seconds / 60)} minutes"
+
+
+def test_the_gpu_time_is_the_saved_runs():
+    """`gpu` says, in words, the seconds of the run whose outputs the notebook carries."""
+    for path in NOTEBOOKS:
+        meta = json.loads(path.read_text(encoding="utf-8"))["metadata"]["wd_teach"]
+        assert meta["gpu"] == gpu_words(meta["outputs"]["seconds"]), path.name
 
 
 def times(path) -> tuple[str, str, str]:

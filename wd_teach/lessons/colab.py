@@ -140,8 +140,9 @@ def place_cells(cells: list[dict], notebook: str, repository: str) -> list[dict]
              "outputs": [], "source": setup_cell(repository).splitlines(keepends=True)}
     first = next((i for i, cell in enumerate(cells) if cell["cell_type"] == "code"), len(cells))
     if first < len(cells) and _text(cells[first]).startswith(SETUP_CELL_HEADS):
-        cells[first] = {**cells[first], **{k: setup[k] for k in ("source", "outputs",
-                                                                  "execution_count")}}
+        if _text(cells[first]) != _text(setup):  # a new cell: what it showed is stale
+            cells[first] = {**cells[first], **{k: setup[k] for k in ("source", "outputs",
+                                                                      "execution_count")}}
     else:
         title = 2 if len(cells) > 1 and cells[1]["cell_type"] == "markdown" else 1
         cells.insert(min(first, title), setup)

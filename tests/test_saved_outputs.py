@@ -1,0 +1,56 @@
+"""Every lesson on main carries the outputs of one run on a GPU (scripts/gpu_outputs.py).
+
+A reader on GitHub or in the book sees the numbers, tables and figures of a real run, and
+the notebook's metadata says where they came from: the GPU, the backend, the versions of
+torch, numba-cuda and PyCUDA, and the date. nbval still runs every notebook on the CPU
+(outputs that vary are not compared), so these outputs are what a GPU shows, not what CI
+checks.
+"""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+import nbformat
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+PROVENANCE = ("gpu", "backend", "torch", "numba_cuda", "pycuda", "date")
+
+
+@pytest.fixture(params=NOTEBOOKS, ids=lambda path: path.stem)
+def notebook(request):
+    return nbformat.read(request.param, as_version=4)
+
+
+def test_every_lesson_says_which_gpu_run_made_its_outputs(notebook):
+    made = notebook.metadata.get("wd_teach", {}).get("outputs")
+    assert made, "no outputs saved: run scripts/gpu_outputs.py on a GPU machine"
+    missing = [key for key in PROVENANCE if not made.get(key)]
+    assert not missing, f"outputs metadata lacks {missing}"
+    assert "NVIDIA" in made["gpu"], made["gpu"]
+    assert made["backend"] in ("pycuda", "numba")
+    datetime.date.fromisoformat(made["date"])
+
+
+def test_every_code_cell_ran_in_that_run(notebook):
+    cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    never_ran = [i for i, cell in enumerate(cells) if cell.execution_count is None]
+    assert not never_ran, f"code cells {never_ran} were not run in the saved run"
+    counts = [cell.execution_count for cell in cells]
+    assert counts == sorted(counts), "cells were run out of order"
+
+
+def test_most_code_cells_show_something(notebook):
+    """A cell may define a function and print nothing; a lesson whose cells mostly print
+    nothing was saved from a run that went wrong (or was cleared)."""
+    cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    shown = sum(bool(cell.outputs) for cell in cells)
+    assert shown >= len(cells) // 2, f"only {shown} of {len(cells)} code cells show output"
+
+
+def test_no_saved_output_is_an_error(notebook):
+    errors = [output.get("ename") for cell in notebook.cells if cell.cell_type == "code"
+              for output in cell.outputs if output.output_type == "error"]
+    assert not errors, errors
