@@ -32,6 +32,8 @@ BASE_URL=/wd-teach builds it for a sub-path (GitHub Pages).
 from __future__ import annotations
 
 import argparse
+import base64
+import io
 import json
 import multiprocessing
 import os
@@ -220,12 +222,61 @@ def relink_document(text: str, source: str, stems: list[str], readme_pages: dict
 # ---- the staged sources and the build ------------------------------------------------------
 
 
+#: An animation's frames and interval as matplotlib's to_jshtml embeds them.
+FRAME = re.compile(r'data:image/(?:png|jpeg);base64,([A-Za-z0-9+/=\\\n]+)"')
+INTERVAL = re.compile(r"new Animation\(frames,\s*'[^']*',\s*'[^']*',\s*([\d.]+)")
+
+
+def as_gif(html: str) -> str | None:
+    """An embedded animation (to_jshtml) as one animated GIF of the same frames, base64; None
+    for other HTML. The theme renders HTML outputs through thebe, which fetches MathJax and
+    the animation's Font Awesome icons from CDNs: a GIF is drawn with nothing fetched."""
+    from PIL import Image
+
+    frames = [Image.open(io.BytesIO(base64.b64decode(data))).convert("RGB")
+              for data in FRAME.findall(html)]
+    if len(frames) < 2:
+        return None
+    interval = INTERVAL.search(html)
+    buffer = io.BytesIO()
+    frames[0].save(buffer, "GIF", save_all=True, append_images=frames[1:], loop=0,
+                   duration=int(float(interval.group(1))) if interval else 100)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def offline_outputs(cells: list) -> list:
+    """Outputs the book draws without thebe (which would fetch from CDNs): an animation
+    becomes an animated GIF, a displayed Markdown text (09's tables) a markdown cell of its
+    own after its code cell, which MyST renders as it renders the lesson's text, and other
+    HTML (08's model summary) its plain text."""
+    staged = []
+    for cell in cells:
+        staged.append(cell)
+        if cell.cell_type != "code":
+            continue
+        kept = []
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if "text/markdown" in data:
+                staged.append(nbformat.v4.new_markdown_cell(data["text/markdown"]))
+                continue
+            gif = as_gif(data["text/html"]) if "text/html" in data else None
+            if gif:
+                output["data"] = {"image/gif": gif, "text/plain": "<an animation>"}
+            elif "text/html" in data and "text/plain" in data:  # e.g. a table: as text
+                output["data"] = {k: v for k, v in data.items() if k != "text/html"}
+            kept.append(output)
+        cell["outputs"] = kept
+    return staged
+
+
 def for_the_book(notebook, stems: list[str], here: str):
     """The notebook's markdown with lessons linked and badges as text (a copy is changed)."""
     notebook = nbformat.from_dict(json.loads(json.dumps(notebook)))
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
             cell.source = link_lessons(unbadge(cell.source), stems, here)
+    notebook.cells = offline_outputs(notebook.cells)
     # The title first, the Colab link under it: MyST takes a page's first heading as its title.
     cells = notebook.cells
     if len(cells) > 1 and cells[0].get("id") == "colab-badge" and cells[1].source.startswith("# "):
@@ -297,6 +348,16 @@ def theme_stale() -> bool:
     return max(path.stat().st_mtime for path in sources) > built.stat().st_mtime
 
 
+def serve_fonts_from_the_site(out: Path) -> None:
+    """The static export moves the theme's assets from the theme server's /myst_assets_folder/
+    to /build/ and rewrites the pages and scripts, but not the stylesheets: KaTeX's fonts
+    (the math of lesson 07) would be asked for where nothing is."""
+    for sheet in (out / "build").rglob("*.css"):
+        text = sheet.read_text(encoding="utf-8")
+        if "/myst_assets_folder/" in text:
+            sheet.write_text(text.replace("/myst_assets_folder/", "/build/"), encoding="utf-8")
+
+
 def build_theme() -> None:
     """The site theme's packages from npm and its build, where missing or out of date."""
     npm = shutil.which("npm")
@@ -342,6 +403,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(args.out)
     shutil.copytree(src / "_build" / "html", args.out)
     shutil.copytree(src / "notebooks", args.out / "notebooks")
+    serve_fonts_from_the_site(args.out)
     pages = {}  # each page's source -> its address under DIR (slug/index.html; "index" is /)
     for page in args.out.glob("*.json"):
         content = json.loads(page.read_text(encoding="utf-8"))

@@ -82,3 +82,34 @@ def test_book_execute_says_what_it_takes(monkeypatch):
     monkeypatch.setenv("BOOK_EXECUTE", "yes")
     with pytest.raises(SystemExit, match="give 0 .* or 1"):
         book.execute_switch()
+
+
+def test_outputs_are_drawn_without_thebe():
+    """An animation becomes a GIF of its frames, displayed Markdown a markdown cell after its
+    code cell, other HTML its plain text: the book then fetches nothing from a CDN."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    def frame(colour):
+        buffer = io.BytesIO()
+        Image.new("RGB", (4, 4), colour).save(buffer, "PNG")
+        return base64.b64encode(buffer.getvalue()).decode()
+
+    colours = ["red", "green", "blue"]
+    animation = ("<link href='https://cdn/fa.css'>" + "".join(
+        f'frames[{i}] = "data:image/png;base64,{frame(c)}";' for i, c in enumerate(colours))
+        + "new Animation(frames, 'img', 'slider', 50.0, 'loop');")
+    cell = nbformat.v4.new_code_cell("show()", outputs=[
+        nbformat.v4.new_output("display_data", {"text/html": animation, "text/plain": "<HTML>"}),
+        nbformat.v4.new_output("display_data", {"text/markdown": "| a |\n|---|\n| 1 |",
+                                                "text/plain": "<Markdown>"}),
+        nbformat.v4.new_output("display_data", {"text/html": "<table/>", "text/plain": "a 1"})])
+    staged = book.offline_outputs([cell])
+    assert [c.cell_type for c in staged] == ["code", "markdown"]
+    assert staged[1].source.startswith("| a |")
+    gif, text = (output["data"] for output in staged[0].outputs)
+    assert list(gif) == ["image/gif", "text/plain"] and text == {"text/plain": "a 1"}
+    shown = Image.open(io.BytesIO(base64.b64decode(gif["image/gif"])))
+    assert shown.n_frames == 3 and shown.info["duration"] == 50
