@@ -350,16 +350,23 @@ def _envs_count(text: str):
     return value
 
 
-def _positive_steps(text: str) -> int:
-    """--steps: a positive whole number (the demo times that many steps of each backend)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"takes a positive whole number of steps to time, "
-                                         f"got {text!r}; leave it out for 20")
-    return value
+def _positive(what: str, default: int):
+    """An argument type for a positive whole number of `what` (argparse's error says the
+    number given, and the default a user gets by leaving it out)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"takes a positive whole number of {what}, "
+                                             f"got {text!r}; leave it out for {default}")
+        return value
+    return parse
+
+
+#: --steps: the demo times that many steps of each backend.
+_positive_steps = _positive("steps to time", 20)
 
 
 def _play(args: argparse.Namespace) -> int:
@@ -388,16 +395,8 @@ def _play(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive_episodes(text: str) -> int:
-    """--episodes: a positive whole number."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"takes a positive whole number of episodes to play, "
-                                         f"got {text!r}; leave it out for 100")
-    return value
+#: --episodes: how many fresh games play scores.
+_positive_episodes = _positive("episodes to play", 100)
 
 
 def _bench(args: argparse.Namespace) -> int:
