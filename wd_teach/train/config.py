@@ -46,6 +46,7 @@ from wd_teach.errors import ConfigError, EnvError
 from wd_teach.ranges import SEED_LIMIT, require_number, require_whole
 from wd_teach.train.logger import LOGGERS
 from wd_teach.train.policy import ACTIVATIONS
+from wd_teach.train.selfplay import check_selfplay
 from wd_teach.train.speed import PRECISIONS
 
 SECTIONS = ("env", "policies", "algorithm", "trainer")
@@ -90,6 +91,12 @@ class PolicySection:
     lr: float | None = None  # None: trainer.lr
     shared: bool = False  # one body of hidden layers for actor and critic, two output layers
     activation: str | None = None  # tanh or relu; None: tanh (A2C, PPO), relu (DDPG)
+    # Who the group plays as (wd_teach/train/selfplay.py):
+    frozen: bool = False  # never updated: the other groups learn against it
+    load: str | None = None  # start from this checkpoint's policy of the same name
+    pool: int = 0  # self-play: keep this many snapshots of the group's earlier weights
+    pool_every: int = 10  # iterations between two snapshots
+    pool_play: float = 0.5  # the share of rollouts the group plays as a drawn snapshot
 
 
 @dataclass(frozen=True)
@@ -243,6 +250,7 @@ def build(raw: dict) -> TrainConfig:
         if policy.activation not in (None, *ACTIVATIONS):
             raise ConfigError(f"policies.{name}.activation must be one of "
                               f"{', '.join(ACTIVATIONS)}, got {policy.activation!r}.")
+        check_selfplay(name, policy)
     check_critic(trainer.critic, policies, module.CAPABILITIES)
     if trainer.compile and not module.CAPABILITIES.compiled_loss:
         raise ConfigError(f"trainer.compile: algorithm {algorithm_name!r} has no loss to "

@@ -56,6 +56,7 @@ from wd_teach.train.logger import open_log
 from wd_teach.train.metrics import per_episode
 from wd_teach.train.policy import CLASSES, agent_groups, make_policy
 from wd_teach.train.rollout import Rollout
+from wd_teach.train.selfplay import SnapshotPool, load_group_weights
 from wd_teach.train.speed import maybe_graphed, precision_context
 
 
@@ -200,12 +201,21 @@ class Trainer:
             policy = make_policy(can.policy, self.env.obs_size, self.env.action_space,
                                  spec.hidden, shared=spec.shared, activation=spec.activation,
                                  classes=classes, state_size=state_size).to(self.device)
+            if spec.load is not None:  # the group's weights from another run
+                load_group_weights(policy, group.name, spec.load, c.env.name)
             self.policies[group.name] = policy
             options = LearnerOptions(lr=spec.lr or c.trainer.lr, generator=self.generator,
                                      capturable=capturable,
                                      chunk_samples=c.trainer.chunk_samples,
                                      compile=compiled)
             self.learners[group.name] = learner(policy, c.algorithm, options)
+        # Who learns, and who plays some rollouts as an earlier self (wd_teach/train/selfplay.py)
+        self.learning = [g for g in self.groups if not c.policies[g.name].frozen]
+        self.pools = {g.name: SnapshotPool(self.policies[g.name], c.policies[g.name].pool,
+                                           c.policies[g.name].pool_every,
+                                           c.policies[g.name].pool_play, self.seed + 7919 * i)
+                      for i, g in enumerate(self.groups, start=1) if c.policies[g.name].pool}
+        self._loss_names: dict[str, list[str]] = {}
         noise = ((c.algorithm.noise_theta, c.algorithm.noise_sigma)
                  if can.exploration_noise else None)
         self.acting = make_acting(self.wrapper, self.groups, list(self.policies.values()),
@@ -245,10 +255,17 @@ class Trainer:
         timer = self.rollout.timer
         timer.enabled = profile
         start = time.perf_counter()
-        buffer = self.rollout.collect()
+        # Self-play: a pooled group may play this rollout as an earlier self, and then
+        # does not learn from it (it was not its current policy's experience).
+        as_snapshot = [name for name, pool in self.pools.items() if pool.play()]
+        try:
+            buffer = self.rollout.collect()
+        finally:
+            for name in as_snapshot:
+                self.pools[name].restore()
         device_values = self.rollout.stats.device_values(self.groups, self.wrapper.num_envs)
         with timer("training"):
-            device_values.update(self._update_step(buffer))
+            device_values.update(self._update_step(buffer, skip=as_snapshot))
         # The one trip to the host of this iteration: every metric in one copy.
         names = list(device_values)
         values = torch.stack([v.detach().float().reshape(()) for v in device_values.values()])
@@ -260,31 +277,42 @@ class Trainer:
         row = {"iteration": self.iteration, "env_steps": self.env_steps,
                "seconds": seconds, "steps_per_second": self.steps_per_iteration / seconds}
         row.update(zip(names, pulled, strict=True))
+        for name, pool in self.pools.items():
+            row[f"{name}/played_snapshot"] = float(name in as_snapshot)
+            row.update({f"{name}/{k}": math.nan for k in self._loss_names.get(name, ())
+                        if f"{name}/{k}" not in row})  # no update: no loss this iteration
+            pool.after_iteration(self.iteration)
         if profile:
             row.update({f"time/{k}": v for k, v in timer.pull().items()})
         self.history.append(row)
         return row
 
-    def _update(self, buffer=None) -> dict:
-        """Each group's update from the rollout buffer; their losses, on the device."""
+    def _update(self, buffer=None, skip=()) -> dict:
+        """Each learning group's update from the rollout buffer (not a frozen group's, nor
+        one named in `skip`); their losses, on the device."""
         buffer = buffer or self.rollout.buffer
         values = {}
         with precision_context(self.config.trainer.precision, self.device):
-            for group in self.groups:
+            for group in self.learning:
+                if group.name in skip:
+                    continue
                 losses = self.learners[group.name].update(buffer.group(group))
+                self._loss_names.setdefault(group.name, list(losses))
                 values.update({f"{group.name}/{k}": v for k, v in losses.items()})
         return values
 
-    def _update_step(self, buffer) -> dict:
+    def _update_step(self, buffer, skip=()) -> dict:
         """The update, replayed as a CUDA graph where it can be: not while a framework
-        drives the backward pass (Lightning) or gradients are averaged over GPUs."""
+        drives the backward pass (Lightning) or gradients are averaged over GPUs, nor in an
+        iteration in which a group skips its update (the graph holds every group's)."""
         plain = all(lr.backward is None and lr.reduce is None
                     for lr in self.learners.values())
-        for group in self.groups:  # outside the graph: what must differ between replays
-            self.learners[group.name].prepare(buffer.group(group))
-        if plain and self._graph_update:
+        for group in self.learning:  # outside the graph: what must differ between replays
+            if group.name not in skip:
+                self.learners[group.name].prepare(buffer.group(group))
+        if plain and self._graph_update and not skip:
             return self._graphed_update()
-        return self._update(buffer)
+        return self._update(buffer, skip)
 
     def _training_memory(self) -> list[torch.Tensor]:
         """What a recorded update reads and writes in place: weights, optimiser state."""
@@ -409,6 +437,7 @@ class Trainer:
             "stats": self.rollout.stats.state_dict(),
             "generator": self.generator.get_state(),
             "torch_rng": torch.get_rng_state(),
+            "pools": {name: pool.state_dict() for name, pool in self.pools.items()},
         }
 
     def save(self, path: str | Path) -> Path:
@@ -445,6 +474,8 @@ class Trainer:
         self.rollout.stats.load_state_dict(state["stats"])
         self.generator.set_state(state["generator"])
         torch.set_rng_state(state["torch_rng"])
+        for name, pool in self.pools.items():
+            pool.load_state_dict(state.get("pools", {}).get(name))
         self.iteration, self.env_steps = state["iteration"], state["env_steps"]
         self.history = [dict(row) for row in state["history"]]
 
