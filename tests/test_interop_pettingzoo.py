@@ -75,7 +75,8 @@ def play_beside_the_wrapper(name, backend, seed=5, steps=40):
     for _ in range(steps):
         want_obs = theirs.obs[0].cpu().numpy()
         for agent, value in obs.items():
-            np.testing.assert_array_equal(value, want_obs[rows[agent]])
+            size = ours.observation_space(agent).shape[0]  # its role's columns
+            np.testing.assert_array_equal(value, want_obs[rows[agent]][:size])
         if not ours.agents:
             break
         full = theirs.random_actions()
@@ -114,8 +115,8 @@ def test_a_tagged_runner_leaves_the_game_and_the_taggers_stay():
     while len(env.agents) == 5:
         env.step({a: env.action_space(a).sample() for a in env.agents})
     assert env.agents[:2] == ["tagger_0", "tagger_1"]  # the game goes on without the runner
-    gone = set(env.possible_agents) - set(env.agents)
-    with pytest.raises(EnvError, match=rf"'{gone.pop()}' is no longer in the game"):
+    gone = [a for a in env.possible_agents if a not in env.agents]  # the first one is named
+    with pytest.raises(EnvError, match=rf"'{gone[0]}' is no longer in the game"):
         env.step({a: env.action_space(a).sample() for a in env.possible_agents})
 
 

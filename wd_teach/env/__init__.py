@@ -254,6 +254,44 @@ class Env:
         'taggers' and 'runners'). Every env also knows 'all', 'first:stop' and lists."""
         return {}
 
+    def role_observation_spaces(self) -> dict[str, spaces.Box]:
+        """Each role's own observation space, where roles see different things (a speaker
+        hears which landmark is the goal, a listener sees the map): {role: Box}, roles as
+        agent_roles() names them. {}, the default: every agent sees observation_space.
+
+        The store's `obs` stays one array, as wide as observation_space (the widest role's),
+        which the kernels write with one stride; a role whose space is smaller writes its
+        first columns (the rest stay 0), and a policy of that role reads only those: its
+        network's input is its role's size, with no padding (obs_size_of)."""
+        return {}
+
+    def observation_space_of(self, agent: int) -> spaces.Box:
+        """What agent `agent` sees: its role's space (role_observation_spaces), or the env's."""
+        own = self.role_observation_spaces()
+        for role, members in self.agent_roles().items():
+            if role in own and agent in members:
+                return own[role]
+        return self.observation_space
+
+    def obs_size_of(self, agents) -> int:
+        """The observation size of a policy acting for `agents` (agent indices): their role's
+        when all are of one role with its own space, the env's otherwise. Agents of roles
+        that see different sizes cannot share one policy: refused with an EnvError."""
+        own = self.role_observation_spaces()
+        if not own:
+            return self.obs_size
+        roles = self.agent_roles()
+        sizes = {}
+        for agent in agents:
+            size = int(np.prod(self.observation_space_of(agent).shape))
+            role = next((r for r, members in roles.items() if agent in members), "no role")
+            sizes.setdefault(size, role)
+        if len(sizes) > 1:
+            shown = ", ".join(f"{role} {size}" for size, role in sizes.items())
+            raise EnvError(f"these agents are of roles that see different observation sizes "
+                           f"({shown}): give each role its own policy.")
+        return next(iter(sizes))
+
     def agents_in_game(self, store):
         """Which agents still play, [num_envs, num_agents] bool on the store's device, read
         from its arrays (Tag: a tagged runner has left its game); None, the default, when

@@ -65,8 +65,12 @@ class PettingZooEnv(ParallelEnv):
         check_has_agents(env)
         self.possible_agents = agent_names(env)
         self._row = {name: row for row, name in enumerate(self.possible_agents)}
-        # one space object for every agent: PettingZoo asks for the same object each time
-        self._observation_space = env.observation_space
+        # one space object per agent (its role's, where roles see different things, else the
+        # env's): PettingZoo asks for the same object each time
+        self._observation_spaces = {name: env.observation_space_of(row)
+                                    for name, row in self._row.items()}
+        self._obs_size = {name: int(np.prod(space.shape))
+                          for name, space in self._observation_spaces.items()}
         self._action_space = env.action_space
         self.wrapper = EnvWrapper(env, 1, backend, seed=seed, auto_reset=False,
                                   check_actions=check_actions, max_threads=max_threads)
@@ -82,7 +86,7 @@ class PettingZooEnv(ParallelEnv):
 
     def observation_space(self, agent: str) -> spaces.Space:
         self._check_name(agent)
-        return self._observation_space
+        return self._observation_spaces[agent]
 
     def action_space(self, agent: str) -> spaces.Space:
         self._check_name(agent)
@@ -99,7 +103,7 @@ class PettingZooEnv(ParallelEnv):
         self.wrapper.reset()
         self.agents = list(self.possible_agents)
         obs = self._observations()
-        return {a: obs[self._row[a]] for a in self.agents}, {a: {} for a in self.agents}
+        return {a: self._seen(obs, a) for a in self.agents}, {a: {} for a in self.agents}
 
     def step(self, actions: dict[str, Any]):
         """Every live agent's action, by name: (observations, rewards, terminations,
@@ -121,9 +125,13 @@ class PettingZooEnv(ParallelEnv):
             truncated[agent] = bool(time_up and not terminated[agent])
         obs = self._observations()
         self.agents = [a for a in acting if not (terminated[a] or truncated[a])]
-        return ({a: obs[self._row[a]] for a in acting},
+        return ({a: self._seen(obs, a) for a in acting},
                 {a: float(rewards[self._row[a]]) for a in acting},
                 terminated, truncated, {a: {} for a in acting})
+
+    def _seen(self, obs: np.ndarray, agent: str) -> np.ndarray:
+        """`agent`'s observation: its row of the store's, its role's columns."""
+        return obs[self._row[agent], :self._obs_size[agent]]
 
     def state(self) -> np.ndarray:
         """The whole game as one array: every agent's observation, in agent order."""

@@ -103,7 +103,7 @@ class CategoricalActing(Acting):
     def forward(self, obs, values=None, state=None):
         self.logits = []
         for group, policy in self.pairs:
-            mine = group.take(obs, 1)
+            mine = group.observe(obs, 1)
             if values is None:
                 logits = policy.logits(mine)
             else:
@@ -140,7 +140,7 @@ class GaussianActing(Acting):
 
     def forward(self, obs, values=None, state=None):
         for group, policy in self.pairs:
-            mine = group.take(obs, 1)
+            mine = group.observe(obs, 1)
             if values is None:
                 mean = policy.mean(mine)
             else:
@@ -183,7 +183,7 @@ class NoisyActing(Acting):
 
     def forward(self, obs, values=None, state=None):
         for group, policy in self.pairs:
-            group.put(self.action, 1, policy.action(group.take(obs, 1)))
+            group.put(self.action, 1, policy.action(group.observe(obs, 1)))
 
     def draw(self, actions, log_probs):
         scale = (self.high - self.low) / 2  # noise in units of the action range

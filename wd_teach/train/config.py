@@ -91,6 +91,9 @@ class PolicySection:
     lr: float | None = None  # None: trainer.lr
     shared: bool = False  # one body of hidden layers for actor and critic, two output layers
     activation: str | None = None  # tanh or relu; None: tanh (A2C, PPO), relu (DDPG)
+    # This group's own algorithm, {name: ppo, clip_coef: 0.1, ...}: the hyperparameters both
+    # know come from the run's `algorithm` section unless given here. None: the run's.
+    algorithm: dict | None = None
     # Who the group plays as (wd_teach/train/selfplay.py):
     frozen: bool = False  # never updated: the other groups learn against it
     load: str | None = None  # start from this checkpoint's policy of the same name
@@ -129,6 +132,15 @@ class TrainConfig:
         policies = {name: _plain(dataclasses.asdict(p)) for name, p in self.policies.items()}
         return {"env": _plain(dataclasses.asdict(self.env)), "policies": policies,
                 "algorithm": _plain(algorithm), "trainer": dataclasses.asdict(self.trainer)}
+
+    def algorithm_of(self, policy: str) -> tuple[str, Any]:
+        """(name, Config) of the algorithm policy `policy` learns with: its own
+        (policies.NAME.algorithm) or the run's (the `algorithm` section)."""
+        own = self.policies[policy].algorithm
+        if own is None:
+            return self.algorithm_name, self.algorithm
+        return group_algorithm(self.algorithm_name, self.algorithm, own,
+                               f"policies.{policy}.algorithm")
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
@@ -252,11 +264,47 @@ def build(raw: dict) -> TrainConfig:
                               f"{', '.join(ACTIVATIONS)}, got {policy.activation!r}.")
         check_selfplay(name, policy)
     check_critic(trainer.critic, policies, module.CAPABILITIES)
+    check_group_algorithms(algorithm_name, algorithm, policies)
     if trainer.compile and not module.CAPABILITIES.compiled_loss:
         raise ConfigError(f"trainer.compile: algorithm {algorithm_name!r} has no loss to "
                           "compile (A2C and PPO have). Set trainer.compile=false.")
     module.check_ranges(algorithm)
     return TrainConfig(env, policies, algorithm_name, algorithm, trainer)
+
+
+def group_algorithm(run_name: str, run_config, own: dict, where: str) -> tuple[str, Any]:
+    """A group's own algorithm: `own`'s name (the run's if it names none), with the run's
+    values of the hyperparameters both algorithms have, and then `own`'s; checked."""
+    own = dict(_check_mapping(own, where))
+    name = own.pop("name", run_name)
+    from wd_teach.train.algorithms import ALGORITHMS
+
+    if name not in ALGORITHMS:
+        raise ConfigError(f"{where}.name={name!r}: choose one of {', '.join(ALGORITHMS)}.")
+    module = ALGORITHMS[name]
+    fields = {f.name for f in dataclasses.fields(module.Config)}
+    inherited = {k: v for k, v in dataclasses.asdict(run_config).items() if k in fields}
+    config = _section(module.Config, {**inherited, **own}, where)
+    module.check_ranges(config)
+    return name, config
+
+
+def check_group_algorithms(algorithm_name: str, algorithm, policies) -> None:
+    """Every policy's own algorithm checked, and all of one kind of policy with the run's
+    (the groups act together in one rollout: all stochastic, or all deterministic)."""
+    from wd_teach.train.algorithms import ALGORITHMS
+
+    kind = ALGORITHMS[algorithm_name].CAPABILITIES.policy
+    for name, policy in policies.items():
+        if policy.algorithm is None:
+            continue
+        where = f"policies.{name}.algorithm"
+        own, _ = group_algorithm(algorithm_name, algorithm, policy.algorithm, where)
+        if ALGORITHMS[own].CAPABILITIES.policy != kind:
+            raise ConfigError(f"{where}.name={own!r} trains a {ALGORITHMS[own].CAPABILITIES.policy}"
+                              f" policy, the run's {algorithm_name} a {kind} one: the groups "
+                              "act in one rollout, so their algorithms must be of one kind "
+                              "(a2c and ppo together; ddpg with ddpg).")
 
 
 def check_critic(critic, policies: dict[str, PolicySection], can) -> None:

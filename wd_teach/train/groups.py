@@ -23,10 +23,16 @@ class AgentGroup:
     a tensor whose axis `dim` is the agent axis. A contiguous group (agents 0..9, say) is a
     view, `narrow`, and costs nothing; any other group is a gather and a scatter on the
     device.
+
+    `obs_size`: how many of the observation's numbers this group's agents see, where their
+    role sees fewer than the env's widest (Env.role_observation_spaces); `observe(obs, dim)`
+    is `take` and then only those first columns, so no padding reaches the group's policy.
+    None: the whole observation.
     """
 
     name: str
     agents: tuple[int, ...]
+    obs_size: int | None = None
     _index: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -49,6 +55,13 @@ class AgentGroup:
         if self.contiguous:
             return tensor.narrow(dim, self.agents[0], self.size)
         return tensor.index_select(dim, self.index(tensor.device))
+
+    def observe(self, obs: torch.Tensor, dim: int) -> torch.Tensor:
+        """This group's observations: its agents (axis `dim`), its role's columns (the last)."""
+        mine = self.take(obs, dim)
+        if self.obs_size is None or self.obs_size == mine.shape[-1]:
+            return mine
+        return mine.narrow(-1, 0, self.obs_size)
 
     def put(self, tensor: torch.Tensor, dim: int, values: torch.Tensor) -> None:
         if self.contiguous:

@@ -87,11 +87,12 @@ class RolloutBuffer:
         per_env = lambda t: None if t is None else t[..., None].expand(*t.shape, group.size)
         per_agent = lambda t: None if t is None else t[:, :, None].expand(-1, -1, group.size, -1)
         take = lambda t: None if t is None else group.take(t, 2)
-        return Batch(obs=take(self.obs), actions=take(self.actions),
+        observe = lambda t: None if t is None else group.observe(t, 2)
+        return Batch(obs=observe(self.obs), actions=take(self.actions),
                      log_probs=take(self.log_probs), values=take(self.values),
                      rewards=take(self.rewards), dones=per_env(self.dones),
                      last_values=group.take(self.last_values, 1),
-                     next_obs=take(self.next_obs), terminals=per_env(self.terminals),
+                     next_obs=observe(self.next_obs), terminals=per_env(self.terminals),
                      states=per_agent(self.states))
 
 

@@ -25,6 +25,7 @@ is all or nothing: a checkpoint that does not fit is refused before the trainer 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 import time
@@ -37,12 +38,12 @@ from wd_teach import seat_memory
 from wd_teach.device import gpu_available
 from wd_teach.env import Env
 from wd_teach.env.wrapper import EnvWrapper, state_bytes
-from wd_teach.errors import ConfigError, LaunchError, TrainError
+from wd_teach.errors import ConfigError, EnvError, LaunchError, TrainError
 from wd_teach.floors import fast_floor
 from wd_teach.launch import launch_geometry
 from wd_teach.train.acting import make_acting
 from wd_teach.train.algorithms import ALGORITHMS
-from wd_teach.train.algorithms.base import LearnerOptions
+from wd_teach.train.algorithms.base import LearnerOptions, together
 from wd_teach.train.checkpoint import (
     FORMAT_VERSION,
     SUFFIX,
@@ -152,7 +153,8 @@ class Trainer:
         # Checks first, on the host: nothing is on the device until they pass.
         self.env = config if isinstance(config, Env) else make_env(c.env)
         mapping = {name: resolve_agents(p.agents, self.env, name) for name, p in c.policies.items()}
-        self.groups = agent_groups(mapping, self.env.num_agents)
+        self.groups = [dataclasses.replace(g, obs_size=self._obs_size(g))
+                       for g in agent_groups(mapping, self.env.num_agents)]
         check_fits(c.env.num_envs, self.env.num_agents)
         self.centralized = c.trainer.critic == "centralized"
         if self.centralized and not self.env.global_state_size:
@@ -160,11 +162,16 @@ class Trainer:
                               "no global state for the critic to read (Env.global_state_size "
                               "and global_state(store)). Use trainer.critic: independent, or "
                               "give the env a global state.")
+        # Each group learns with its own algorithm (policies.NAME.algorithm) or the run's.
+        self.algorithms = {g.name: c.algorithm_of(g.name) for g in self.groups}
+        modules = {name: ALGORITHMS[algorithm] for name, (algorithm, _) in self.algorithms.items()}
         for group in self.groups:
-            self.algorithm.check(c.algorithm, c.trainer.steps * c.env.num_envs * group.size,
-                                 group.name, steps=c.trainer.steps)
+            modules[group.name].check(self.algorithms[group.name][1],
+                                      c.trainer.steps * c.env.num_envs * group.size,
+                                      group.name, steps=c.trainer.steps)
+        can = together(m.CAPABILITIES for m in modules.values())  # what the rollout must do
 
-        _check_seat_memory(self.env, c, self.algorithm.CAPABILITIES.next_obs)
+        _check_seat_memory(self.env, c, can.next_obs)
 
         torch.manual_seed(self.seed)
         self.wrapper = EnvWrapper(self.env, c.env.num_envs, c.env.backend or default_backend(),
@@ -174,7 +181,6 @@ class Trainer:
             check_global_state(self.env, self.wrapper)
         self.device = self.wrapper.device
         self.generator = torch.Generator(device=self.device).manual_seed(self.seed)
-        can = self.algorithm.CAPABILITIES  # what the algorithm needs and can do
         graphs = c.trainer.cuda_graphs and self.device.type == "cuda"
         graph_update = graphs and can.graph_update
         # The same optimiser arithmetic with graphs on or off: a capturable optimiser keeps
@@ -186,7 +192,11 @@ class Trainer:
             print("note: trainer.critic=centralized runs on the plain floor (the fast floor's "
                   "policies have independent critics only).", file=progress_stream())
             self.fast = False
-        classes, learner, fixed_weights = self._floor()
+        if self.fast and any(g.obs_size != self.env.obs_size for g in self.groups):
+            print("note: roles that see different observation sizes run on the plain floor "
+                  "(the fast floor's policies read whole observations).", file=progress_stream())
+            self.fast = False
+        classes, learner_for, fixed_weights = self._floor()
         # trainer.compile is a fast floor's option, on a GPU: elsewhere it does nothing.
         compiled = c.trainer.compile and self.fast and self.device.type == "cuda"
         if compiled:
@@ -198,7 +208,7 @@ class Trainer:
         state_size = self.env.global_state_size if self.centralized else 0
         for group in self.groups:
             spec = c.policies[group.name]
-            policy = make_policy(can.policy, self.env.obs_size, self.env.action_space,
+            policy = make_policy(can.policy, group.obs_size, self.env.action_space,
                                  spec.hidden, shared=spec.shared, activation=spec.activation,
                                  classes=classes, state_size=state_size).to(self.device)
             if spec.load is not None:  # the group's weights from another run
@@ -208,7 +218,8 @@ class Trainer:
                                      capturable=capturable,
                                      chunk_samples=c.trainer.chunk_samples,
                                      compile=compiled)
-            self.learners[group.name] = learner(policy, c.algorithm, options)
+            learner = learner_for(modules[group.name])
+            self.learners[group.name] = learner(policy, self.algorithms[group.name][1], options)
         # Who learns, and who plays some rollouts as an earlier self (wd_teach/train/selfplay.py)
         self.learning = [g for g in self.groups if not c.policies[g.name].frozen]
         self.pools = {g.name: SnapshotPool(self.policies[g.name], c.policies[g.name].pool,
@@ -232,16 +243,24 @@ class Trainer:
         self.history: list[dict] = []
         self.wrapper.reset()
 
+    def _obs_size(self, group) -> int:
+        """The observation size `group`'s policy reads: its agents' role's (wd_teach.env,
+        Env.role_observation_spaces), or the whole observation."""
+        try:
+            return self.env.obs_size_of(group.agents)
+        except EnvError as err:
+            raise ConfigError(f"policies.{group.name}.agents: {err}") from err
+
     def _floor(self):
-        """(policy classes, Learner class, the rollout's fixed-weights context) of this run's
-        floor, `self.fast`. The fast floor's are twins of the plain ones (wd_teach/fast/):
-        the same functions and parameters, fewer kernels on a GPU. On the plain floor
-        nothing of wd_teach.fast is imported."""
+        """(policy classes, an algorithm module's Learner class, the rollout's fixed-weights
+        context) of this run's floor, `self.fast`. The fast floor's are twins of the plain
+        ones (wd_teach/fast/): the same functions and parameters, fewer kernels on a GPU.
+        On the plain floor nothing of wd_teach.fast is imported."""
         if not self.fast:
-            return CLASSES, self.algorithm.Learner, nullcontext
+            return CLASSES, lambda algorithm: algorithm.Learner, nullcontext
         from wd_teach.fast import learners, policy
 
-        return policy.CLASSES, learners.learner_class(self.algorithm), policy.fixed_weights
+        return policy.CLASSES, learners.learner_class, policy.fixed_weights
 
     # -- training ---------------------------------------------------------------------------
 

@@ -48,6 +48,21 @@ class Capabilities:
     compiled_loss: bool = False
 
 
+def together(capabilities) -> Capabilities:
+    """What a rollout must do for several groups, each with its own algorithm (of one kind of
+    policy): keep what any of them reads, record the update as a graph only if all can."""
+    capabilities = list(capabilities)
+    first = capabilities[0]
+    return Capabilities(
+        policy=first.policy,
+        graph_update=all(c.graph_update for c in capabilities),
+        next_obs=any(c.next_obs for c in capabilities),
+        log_probs=any(c.log_probs for c in capabilities),
+        exploration_noise=any(c.exploration_noise for c in capabilities),
+        chunked_update=all(c.chunked_update for c in capabilities),
+        compiled_loss=all(c.compiled_loss for c in capabilities))
+
+
 @dataclass(frozen=True)
 class LearnerOptions:
     """What the trainer hands every learner besides its policy and config."""
