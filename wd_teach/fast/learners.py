@@ -53,20 +53,23 @@ class A2CLearner(a2c.Learner):
         super().__init__(policy, config, options)
         self.compiled_loss = compiled(self._part_loss, options.compile)
 
-    def part_loss(self, obs, actions, advantages, returns, samples: int):
+    def part_loss(self, obs, actions, advantages, returns, samples, weight=None):
         """Replaces a2c.Learner.part_loss: the observations padded from the buffer's
         strided group view in one pass (round five), the output layers, the compiled loss."""
         outputs = self.policy.outputs(flat(self.policy.inputs(obs)))
-        size = advantages.new_full((), samples)  # a fill on the device: a graph records it
-        return self.compiled_loss(outputs, actions, advantages, returns, size)
+        if not isinstance(samples, torch.Tensor):  # counted agents in the game are one
+            samples = advantages.new_full((), samples)  # a fill on the device: a graph records it
+        return self.compiled_loss(outputs, actions, advantages, returns, samples, weight)
 
-    def _part_loss(self, outputs, actions, advantages, returns, samples: torch.Tensor):
+    def _part_loss(self, outputs, actions, advantages, returns, samples: torch.Tensor,
+                   weight=None):
         """The loss of one part from the policy's outputs (FastActorCritic.outputs); a
         function of tensors alone, so it can be compiled whole. `samples`, the batch's
         size, comes as a tensor too: as a number it would be fixed into the compiled
         graph, and each policy group, of its own size, would need a graph of its own."""
         log_prob, entropy, value = self.policy.evaluate_outputs(outputs, actions)
-        return a2c.loss(log_prob, entropy, value, advantages, returns, self.config, samples)
+        return a2c.loss(log_prob, entropy, value, advantages, returns, self.config, samples,
+                        weight)
 
 
 class PPOLearner(ppo.Learner):
@@ -88,20 +91,21 @@ class PPOLearner(ppo.Learner):
         return (obs, *map(self.rows, (batch.actions, batch.log_probs, batch.values,
                                       advantages, returns)))
 
-    def minibatch_loss(self, obs, actions, old_log_probs, old_values, advantages, returns):
+    def minibatch_loss(self, obs, actions, old_log_probs, old_values, advantages, returns,
+                       weight=None):
         """Replaces ppo.Learner.minibatch_loss: the output layers, then the compiled loss."""
         return self.compiled_loss(self.policy.outputs(obs), actions, old_log_probs,
-                                  old_values, advantages, returns)
+                                  old_values, advantages, returns, weight)
 
     def _minibatch_loss(self, outputs, actions, old_log_probs, old_values, advantages,
-                        returns):
+                        returns, weight=None):
         """The plain minibatch loss from the policy's outputs: a function of tensors
         alone, so it can be compiled whole."""
         log_prob, entropy, value = self.policy.evaluate_outputs(outputs, actions)
         if self.config.normalize_advantages:
-            advantages = normalize(advantages)
+            advantages = normalize(advantages, weight=weight)
         return ppo.loss(log_prob, entropy, value, old_log_probs, old_values, advantages,
-                        returns, self.config)
+                        returns, self.config, weight)
 
 
 #: The fast twin of each algorithm's Learner, by module; DDPG has none (it keeps its own).

@@ -40,7 +40,7 @@ class EpisodeStats:
     """
 
     def __init__(self, num_envs: int, num_agents: int, device: torch.device,
-                 metrics=()):
+                 metrics=(), departures: bool = False):
         zeros = lambda *shape: torch.zeros(shape, device=device)
         self.running_return = zeros(num_envs, num_agents)
         self.running_length = zeros(num_envs)
@@ -50,6 +50,9 @@ class EpisodeStats:
         self.metric_sums = {name: zeros() for name in metrics}  # the env's episode metrics
         self.episodes = zeros()
         self.steps = 0  # steps since the last pull: a host count, known without asking
+        # In a game that agents leave (Env.agents_in_game), the steps each agent was in it:
+        # a reward per step is then per step in the game, not diluted by the steps after.
+        self.active_steps = zeros(num_agents) if departures else None
 
     def update(self, rewards: torch.Tensor, done: torch.Tensor,
                metrics: dict[str, torch.Tensor] | None = None) -> None:
@@ -67,9 +70,11 @@ class EpisodeStats:
         self.steps += 1
 
     def add_rollout(self, rewards: torch.Tensor, dones: torch.Tensor,
-                    metrics: dict[str, torch.Tensor] | None = None) -> None:
+                    metrics: dict[str, torch.Tensor] | None = None,
+                    active: torch.Tensor | None = None) -> None:
         """What `update` does step by step, for a whole rollout at once: rewards [steps,
-        envs, agents], dones [steps, envs], each metric [steps, envs].
+        envs, agents], dones [steps, envs], each metric [steps, envs]; `active` [steps, envs,
+        agents] 1 where an agent was in the game (None: every agent always is).
 
         `update` is some twenty small operations per step; in a rollout of a hundred steps
         that is two thousand kernels for a few sums. Here the same sums take a handful,
@@ -89,6 +94,8 @@ class EpisodeStats:
         returns = total - fresh[..., None] * before + (1 - fresh)[..., None] * self.running_return
         lengths = (t[:, None] - last) + (1 - fresh) * self.running_length
         self.reward_sum += rewards.sum((0, 1))
+        if self.active_steps is not None and active is not None:
+            self.active_steps += active.sum((0, 1))
         self.return_sum += (returns * ended[..., None]).sum((0, 1))
         self.length_sum += (lengths * ended).sum()
         self.episodes += ended.sum()
@@ -110,8 +117,11 @@ class EpisodeStats:
             returns = group.take(self.return_sum, 0).sum()
             rewards = group.take(self.reward_sum, 0).sum()
             values[f"{group.name}/return"] = returns / (episodes * group.size)
-            values[f"{group.name}/reward"] = rewards / (max(self.steps, 1) * num_envs
-                                                        * group.size)
+            if self.active_steps is None:
+                agent_steps = max(self.steps, 1) * num_envs * group.size
+            else:  # only the steps its agents were in the game
+                agent_steps = group.take(self.active_steps, 0).sum().clamp(min=1)
+            values[f"{group.name}/reward"] = rewards / agent_steps
         return values
 
     def clear(self) -> None:
@@ -119,6 +129,8 @@ class EpisodeStats:
         for sums in (self.return_sum, self.reward_sum, self.length_sum, self.episodes,
                      *self.metric_sums.values()):
             sums.zero_()
+        if self.active_steps is not None:
+            self.active_steps.zero_()
         self.steps = 0
 
     def state_dict(self) -> dict:

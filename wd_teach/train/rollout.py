@@ -40,6 +40,10 @@ class Batch:
     env's rules (1) rather than by running out of time (0). `states` is there for a
     centralized critic: the env's global state at each step, the same for every agent of an
     env (an expanded view, [steps, envs, agents, state_size], that takes no memory).
+    `active` and `left` are there in a game that agents leave (Tag's caught runners;
+    Env.agents_in_game): 1 where the agent was in the game when it acted at step t, and
+    1 where step t was its last in the game. The learners count only the active samples,
+    and treat leaving as the end of that agent's episode.
     """
 
     obs: torch.Tensor
@@ -52,6 +56,8 @@ class Batch:
     next_obs: torch.Tensor | None = None
     terminals: torch.Tensor | None = None
     states: torch.Tensor | None = None
+    active: torch.Tensor | None = None
+    left: torch.Tensor | None = None
 
 
 class RolloutBuffer:
@@ -59,7 +65,8 @@ class RolloutBuffer:
 
     def __init__(self, steps: int, num_envs: int, num_agents: int, obs_size: int,
                  action_width: int, action_dtype: torch.dtype, device: torch.device,
-                 next_obs: bool = False, metrics=(), state_size: int = 0):
+                 next_obs: bool = False, metrics=(), state_size: int = 0,
+                 departures: bool = False):
         per_agent = (steps, num_envs, num_agents)
         zeros = lambda shape, dtype=torch.float32: torch.zeros(shape, dtype=dtype,
                                                                device=device)
@@ -76,6 +83,9 @@ class RolloutBuffer:
         # The global state once per env, not per agent: a centralized critic's input.
         self.states = zeros((steps, num_envs, state_size)) if state_size else None
         self.metrics = {name: zeros((steps, num_envs)) for name in metrics}  # per env, per step
+        # In a game that agents leave: who was in it at each step, and who left with it.
+        self.active = zeros(per_agent) if departures else None
+        self.left = zeros(per_agent) if departures else None
 
     @property
     def nbytes(self) -> int:
@@ -93,7 +103,8 @@ class RolloutBuffer:
                      rewards=take(self.rewards), dones=per_env(self.dones),
                      last_values=group.take(self.last_values, 1),
                      next_obs=observe(self.next_obs), terminals=per_env(self.terminals),
-                     states=per_agent(self.states))
+                     states=per_agent(self.states), active=take(self.active),
+                     left=take(self.left))
 
 
 class Rollout:
@@ -110,6 +121,9 @@ class Rollout:
         self.wrapper, self.acting = wrapper, acting
         self.fixed_weights = fixed_weights
         self.metrics = wrapper.env.episode_metrics()  # what the env reports per episode
+        # Whether agents leave the game mid-episode (Tag's caught runners): then the buffer
+        # keeps who was in it, and the learners count only them.
+        departures = wrapper.env.agents_in_game(wrapper.store) is not None
         self.log_probs = log_probs  # False: the learner works them out itself (A2C)
         self.precision = precision
         self.buffer = RolloutBuffer(steps, wrapper.num_envs, wrapper.num_agents,
@@ -117,9 +131,9 @@ class Rollout:
                                     acting.action_dtype(), wrapper.device, next_obs,
                                     metrics=self.metrics,
                                     state_size=wrapper.env.global_state_size if centralized
-                                    else 0)
+                                    else 0, departures=departures)
         self.stats = EpisodeStats(wrapper.num_envs, wrapper.num_agents, wrapper.device,
-                                  metrics=self.metrics)
+                                  metrics=self.metrics, departures=departures)
         self.timer = PhaseTimer(wrapper.device)
         # A graph only where every step is device work on fixed memory: a GPU, and an
         # acting whose random numbers come from the store (the sampler's Philox counters).
@@ -152,6 +166,8 @@ class Rollout:
         env, acting, buffer, timer = self.wrapper, self.acting, self.buffer, self.timer
         for t in range(buffer.steps):
             buffer.obs[t].copy_(env.obs)
+            if buffer.active is not None:  # who is in the game as it acts
+                buffer.active[t].copy_(env.env.agents_in_game(env.store))
             state = self.global_state(t)  # None with independent critics
             with timer("policy"):
                 acting.forward(env.obs, buffer.values[t], state)
@@ -166,12 +182,15 @@ class Rollout:
                     torch.logical_and(done, ~info["truncated"], out=buffer.terminals[t])
                 for name, metric in self.metrics.items():
                     buffer.metrics[name][t].copy_(metric.read(env.store))
+                if buffer.left is not None:  # in the game before this step, out after it
+                    torch.mul(buffer.active[t], ~env.env.agents_in_game(env.store),
+                              out=buffer.left[t])
                 acting.after_step(done)
                 env.reset_done()
         with timer("policy"):
             acting.forward(env.obs, buffer.last_values, self.global_state())  # to bootstrap
         # Episode returns, lengths and the env's metrics, for the whole rollout at once.
-        self.stats.add_rollout(buffer.rewards, buffer.dones, buffer.metrics)
+        self.stats.add_rollout(buffer.rewards, buffer.dones, buffer.metrics, buffer.active)
         return buffer
 
     def global_state(self, t: int | None = None) -> torch.Tensor | None:

@@ -22,6 +22,7 @@ from wd_teach.train.algorithms.common import (
     check_loss_weights,
     check_returns,
     chunks,
+    episode_ends,
     finish_step,
     flat,
     gae,
@@ -55,13 +56,20 @@ def check(config: Config, samples: int, policy: str, *, steps: int) -> None:
     """Nothing to divide: A2C takes the whole batch at once."""
 
 
-def loss(log_prob, entropy, value, advantages, returns, config: Config, samples: int):
+def loss(log_prob, entropy, value, advantages, returns, config: Config, samples,
+         weight=None):
     """The A2C loss of one part of the batch: policy gradient, critic regression, entropy
     bonus, each a sum over the part divided by the whole batch's `samples` (so the parts'
-    losses add up to the batch's means). Returns (loss, policy_loss, value_loss, entropy)."""
-    policy_loss = -(advantages * log_prob).sum() / samples
-    value_loss = 0.5 * (returns - value).pow(2).sum() / samples
-    entropy = entropy.sum() / samples
+    losses add up to the batch's means). `weight`: 1 for a sample that counts, 0 for an
+    agent out of the game (then `samples` counts only the 1s); None: every sample counts.
+    Returns (loss, policy_loss, value_loss, entropy)."""
+
+    def share(x):  # this part's sum, as a share of the whole batch's mean
+        return (x if weight is None else x * weight).sum() / samples
+
+    policy_loss = -share(advantages * log_prob)
+    value_loss = 0.5 * share((returns - value).pow(2))
+    entropy = share(entropy)
     total = policy_loss + config.value_coef * value_loss - config.entropy_coef * entropy
     return total, policy_loss, value_loss, entropy
 
@@ -75,11 +83,13 @@ class Learner(LearnerBase):
 
     def update(self, batch) -> dict[str, torch.Tensor]:
         c = self.config
-        advantages, returns = gae(batch.rewards, batch.values, batch.dones, batch.last_values,
-                                  c.gamma, c.gae_lambda)
+        advantages, returns = gae(batch.rewards, batch.values, episode_ends(batch),
+                                  batch.last_values, c.gamma, c.gae_lambda)
+        weight = batch.active  # None: every sample counts; else only agents in the game
         if c.normalize_advantages:
-            advantages = normalize(advantages)
+            advantages = normalize(advantages, weight=weight)
         steps, samples = advantages.shape[0], advantages.numel()
+        counted = samples if weight is None else weight.sum().clamp(min=1)
 
         self.optimizer.zero_grad(set_to_none=True)
         sums = torch.zeros(4, device=advantages.device)
@@ -87,16 +97,19 @@ class Learner(LearnerBase):
             # A centralized critic's global state, one row per sample (none: independent).
             states = () if batch.states is None else (flat(batch.states[part]),)
             losses = self.part_loss(batch.obs[part], flat(batch.actions[part]),
-                                    flat(advantages[part]), flat(returns[part]), samples,
-                                    *states)
+                                    flat(advantages[part]), flat(returns[part]), counted,
+                                    *states,
+                                    weight=None if weight is None else flat(weight[part]))
             (self.backward or torch.Tensor.backward)(losses[0])
             sums += torch.stack(losses).detach()
         finish_step(self.optimizer, self.policy.parameters(), c.max_grad_norm, self.reduce)
         return dict(zip(("loss", "policy_loss", "value_loss", "entropy"), sums, strict=True))
 
-    def part_loss(self, obs, actions, advantages, returns, samples: int, *states):
+    def part_loss(self, obs, actions, advantages, returns, samples, *states, weight=None):
         """The loss of one part of the batch: `obs` [steps, envs, agents, features] as the
         rollout buffer holds them, the rest one row per sample. `states`: with a
-        centralized critic, the global states it reads (none with independent critics)."""
+        centralized critic, the global states it reads (none with independent critics).
+        `weight`: which samples count (agents in the game), None: all."""
         log_prob, entropy, value = self.policy.evaluate(flat(obs), actions, *states)
-        return loss(log_prob, entropy, value, advantages, returns, self.config, samples)
+        return loss(log_prob, entropy, value, advantages, returns, self.config, samples,
+                    weight)

@@ -43,9 +43,22 @@ def gae(rewards: torch.Tensor, values: torch.Tensor, dones: torch.Tensor,
     return advantages, advantages + values
 
 
-def normalize(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
-    """Zero mean, unit spread: the step size then does not depend on the rewards' scale."""
-    return (x - x.mean()) / (x.std() + eps)
+def episode_ends(batch) -> torch.Tensor:
+    """Where each agent's episode ended, [steps, envs, agents]: where its env's did
+    (`dones`), or where it left the game (`left`: Tag's caught runner), whichever first."""
+    return batch.dones if batch.left is None else torch.maximum(batch.dones, batch.left)
+
+
+def normalize(x: torch.Tensor, eps: float = 1e-8, weight: torch.Tensor | None = None):
+    """Zero mean, unit spread: the step size then does not depend on the rewards' scale.
+    `weight`: 1 for the samples that count, 0 for those that do not (agents out of the
+    game), which then move neither the mean nor the spread."""
+    if weight is None:
+        return (x - x.mean()) / (x.std() + eps)
+    count = weight.sum().clamp(min=2)
+    mean = (x * weight).sum() / count
+    spread = ((x - mean).pow(2) * weight).sum() / (count - 1)
+    return (x - mean) / (spread.sqrt() + eps)
 
 
 def gradient_step(optimizer: torch.optim.Optimizer, loss: torch.Tensor,

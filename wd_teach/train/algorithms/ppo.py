@@ -24,6 +24,7 @@ from wd_teach.train.algorithms.base import Capabilities, LearnerBase, LearnerOpt
 from wd_teach.train.algorithms.common import (
     check_loss_weights,
     check_returns,
+    episode_ends,
     flat,
     gae,
     gradient_step,
@@ -90,21 +91,27 @@ def check(config: Config, samples: int, policy: str, *, steps: int) -> None:
 
 
 def loss(log_prob, entropy, value, old_log_prob, old_value, advantage, returns,
-         config: Config):
+         config: Config, weight=None):
     """The PPO loss of one minibatch: the clipped objective (the pessimistic one of the
     ratio's two terms), the critic's regression (clipped like the ratio if asked) and the
-    entropy bonus. Returns (loss, policy_loss, value_loss, entropy, clipped fraction)."""
+    entropy bonus. `weight`: 1 for a sample that counts, 0 for an agent out of the game;
+    None: every sample counts. Returns (loss, policy_loss, value_loss, entropy, clipped
+    fraction)."""
+
+    def mean(x):  # over the samples that count
+        return x.mean() if weight is None else (x * weight).sum() / weight.sum().clamp(min=1)
+
     ratio = (log_prob - old_log_prob).exp()
     clipped_ratio = ratio.clamp(1 - config.clip_coef, 1 + config.clip_coef)
-    policy_loss = -torch.min(ratio * advantage, clipped_ratio * advantage).mean()
+    policy_loss = -mean(torch.min(ratio * advantage, clipped_ratio * advantage))
     value_error = (value - returns).pow(2)
     if config.clip_value:
         moved = old_value + (value - old_value).clamp(-config.clip_coef, config.clip_coef)
         value_error = torch.max(value_error, (moved - returns).pow(2))
-    value_loss = 0.5 * value_error.mean()
-    entropy = entropy.mean()
+    value_loss = 0.5 * mean(value_error)
+    entropy = mean(entropy)
     total = policy_loss + config.value_coef * value_loss - config.entropy_coef * entropy
-    clipped = ((ratio - 1).abs() > config.clip_coef).float().mean()
+    clipped = mean(((ratio - 1).abs() > config.clip_coef).float())
     return total, policy_loss, value_loss, entropy, clipped
 
 
@@ -136,9 +143,12 @@ class Learner(LearnerBase):
         if not self._prepared:  # called directly (Lightning, a notebook): draw them now
             self.prepare(batch)
         self._prepared = False
-        advantages, returns = gae(batch.rewards, batch.values, batch.dones, batch.last_values,
-                                  c.gamma, c.gae_lambda)
+        advantages, returns = gae(batch.rewards, batch.values, episode_ends(batch),
+                                  batch.last_values, c.gamma, c.gae_lambda)
         tensors = self.sample_rows(batch, advantages, returns)
+        # Which samples count: all, or (agents leave the game) those in it as they acted.
+        weights = None if batch.active is None else self.rows(batch.active)
+        rows = tensors if weights is None else (*tensors, weights)  # weights drawn alike
         by_trajectory = c.shuffle == "trajectories"
         count = tensors[0].shape[0]
         size = count // c.num_minibatches
@@ -147,8 +157,9 @@ class Learner(LearnerBase):
         for order in self.orders:
             for start in range(0, count, size):
                 i = order[start:start + size]
-                minibatch = (x[i].flatten(0, 1) if by_trajectory else x[i] for x in tensors)
-                losses = self.minibatch_loss(*minibatch)
+                minibatch = [x[i].flatten(0, 1) if by_trajectory else x[i] for x in rows]
+                weight = None if weights is None else minibatch.pop()
+                losses = self.minibatch_loss(*minibatch, weight=weight)
                 gradient_step(self.optimizer, losses[0], self.policy.parameters(),
                               c.max_grad_norm, self.backward, self.reduce)
                 sums += torch.stack(losses).detach()
@@ -174,12 +185,13 @@ class Learner(LearnerBase):
         return tuple(map(self.rows, tensors))
 
     def minibatch_loss(self, obs, actions, old_log_probs, old_values, advantages, returns,
-                       *states):
+                       *states, weight=None):
         """The loss of one minibatch: the distribution's log-probabilities and entropy, the
         advantages normalised, the clipped objective. `states`: with a centralized critic,
-        the global states it reads (none with independent critics)."""
+        the global states it reads (none with independent critics). `weight`: which
+        samples count (agents in the game), None: all."""
         log_prob, entropy, value = self.policy.evaluate(obs, actions, *states)
         if self.config.normalize_advantages:
-            advantages = normalize(advantages)
+            advantages = normalize(advantages, weight=weight)
         return loss(log_prob, entropy, value, old_log_probs, old_values, advantages, returns,
-                    self.config)
+                    self.config, weight)
