@@ -2,6 +2,7 @@
 
     python bench/selfplay.py bench/results/selfplay_h100.json              # lesson 11's game
     python bench/selfplay.py out.json --seeds 3 --iterations 20 --envs 16   # smaller
+    python bench/selfplay.py out.json --sizes gpu --envs 64     # the GPU's game on a CPU
 
 Two kinds of run of lesson 11's Tag game (A2C, one policy per role), the same seeds:
 
@@ -39,7 +40,7 @@ KINDS = ("current", "pool")
 
 
 def make(kind: str, seed: int, args, gpu: bool) -> Trainer:
-    sizes = lesson_sizes(gpu)
+    sizes = lesson_sizes(args.sizes == "gpu")
     game = {"num_taggers": sizes.marl_taggers, "num_runners": sizes.marl_runners,
             "num_nearest": sizes.marl_nearest, "episode_length": sizes.marl_episode_length}
     runners = {"agents": "runners", "hidden": [64, 64]}
@@ -79,11 +80,14 @@ def main(argv=None) -> dict:
     parser.add_argument("--iterations", type=int, default=None)
     parser.add_argument("--envs", type=int, default=None)
     parser.add_argument("--eval-envs", type=int, default=None)
+    parser.add_argument("--sizes", choices=("gpu", "cpu"), default=None,
+                        help="lesson 11's sizes for a GPU or a CPU (default: this machine's)")
     parser.add_argument("--pool", type=int, default=5)
     parser.add_argument("--pool-every", type=int, default=10)
     args = parser.parse_args(argv)
     gpu = torch.cuda.is_available()
-    sizes = lesson_sizes(gpu)
+    args.sizes = args.sizes or ("gpu" if gpu else "cpu")
+    sizes = lesson_sizes(args.sizes == "gpu")
     seeds = list(range(args.seeds or sizes.marl_seeds))
     eval_envs = args.eval_envs or sizes.marl_eval_envs
 
@@ -129,7 +133,7 @@ def main(argv=None) -> dict:
     device = torch.cuda.get_device_name(0) if gpu else f"CPU ({platform.processor() or 'cpu'})"
     result = {"benchmark": "selfplay", "device": device, "torch": torch.__version__,
               "wd_teach": wd_teach.__version__, "backend": judge.backend,
-              "seeds": seeds, "iterations": judge.config.trainer.iterations,
+              "sizes": args.sizes, "seeds": seeds, "iterations": judge.config.trainer.iterations,
               "envs": judge.config.env.num_envs, "eval_envs": eval_envs,
               "game": judge.config.env.params, "pool": args.pool,
               "pool_every": args.pool_every, "pool_play": 0.5,
