@@ -7,13 +7,13 @@ import copy
 import numpy as np
 import pytest
 import torch
+from gymnasium import spaces
 
 from wd_teach.train.algorithms import a2c, ppo
 from wd_teach.train.algorithms.base import LearnerOptions
 from wd_teach.train.policy import make_policy
 from wd_teach.train.rollout import Batch
 from wd_teach.train.trainer import Trainer
-from gymnasium import spaces
 
 STEPS, ENVS, AGENTS, OBS = 6, 3, 4, 5
 
@@ -137,7 +137,7 @@ def test_what_a_departed_agent_did_changes_nothing(module, config):
     changed.rewards[0, 0, 0] += 5.0  # agent 0 of env 0 is in the game at step 0
     learn = learner(module, config)
     learn.update(changed)
-    assert any(not torch.allclose(p, q) for p, q in zip(learn.policy.parameters(), a))
+    assert any(not torch.allclose(p, q) for p, q in zip(learn.policy.parameters(), a, strict=True))
 
 
 def test_tags_rollout_records_who_was_in_the_game_and_the_reward_counts_only_them():

@@ -68,8 +68,9 @@ class A2CLearner(a2c.Learner):
         size, comes as a tensor too: as a number it would be fixed into the compiled
         graph, and each policy group, of its own size, would need a graph of its own."""
         log_prob, entropy, value = self.policy.evaluate_outputs(outputs, actions)
-        return a2c.loss(log_prob, entropy, value, advantages, returns, self.config, samples,
-                        weight)
+        log_prob, entropy, value, returns = a2c.counted_only(weight, log_prob, entropy, value,
+                                                             returns)
+        return a2c.loss(log_prob, entropy, value, advantages, returns, self.config, samples)
 
 
 class PPOLearner(ppo.Learner):

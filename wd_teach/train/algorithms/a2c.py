@@ -56,22 +56,26 @@ def check(config: Config, samples: int, policy: str, *, steps: int) -> None:
     """Nothing to divide: A2C takes the whole batch at once."""
 
 
-def loss(log_prob, entropy, value, advantages, returns, config: Config, samples,
-         weight=None):
+def loss(log_prob, entropy, value, advantages, returns, config: Config, samples):
     """The A2C loss of one part of the batch: policy gradient, critic regression, entropy
     bonus, each a sum over the part divided by the whole batch's `samples` (so the parts'
-    losses add up to the batch's means). `weight`: 1 for a sample that counts, 0 for an
-    agent out of the game (then `samples` counts only the 1s); None: every sample counts.
-    Returns (loss, policy_loss, value_loss, entropy)."""
-
-    def share(x):  # this part's sum, as a share of the whole batch's mean
-        return (x if weight is None else x * weight).sum() / samples
-
-    policy_loss = -share(advantages * log_prob)
-    value_loss = 0.5 * share((returns - value).pow(2))
-    entropy = share(entropy)
+    losses add up to the batch's means). Returns (loss, policy_loss, value_loss, entropy)."""
+    policy_loss = -(advantages * log_prob).sum() / samples
+    value_loss = 0.5 * (returns - value).pow(2).sum() / samples
+    entropy = entropy.sum() / samples
     total = policy_loss + config.value_coef * value_loss - config.entropy_coef * entropy
     return total, policy_loss, value_loss, entropy
+
+
+def counted_only(weight, log_prob, entropy, value, returns):
+    """(log_prob, entropy, value, returns) with every term of a sample that does not count
+    (weight 0: an agent out of the game) made 0, so that `loss`'s sums hold only the
+    samples that count (its `samples` is then their number). Weights are 0 or 1, so the
+    critic's error (weight * returns - weight * value)**2 is weight * (returns - value)**2.
+    An advantage needs no weight: its every term is multiplied by a log-probability."""
+    if weight is None:
+        return log_prob, entropy, value, returns
+    return log_prob * weight, entropy * weight, value * weight, returns * weight
 
 
 class Learner(LearnerBase):
@@ -111,5 +115,6 @@ class Learner(LearnerBase):
         centralized critic, the global states it reads (none with independent critics).
         `weight`: which samples count (agents in the game), None: all."""
         log_prob, entropy, value = self.policy.evaluate(flat(obs), actions, *states)
-        return loss(log_prob, entropy, value, advantages, returns, self.config, samples,
-                    weight)
+        log_prob, entropy, value, returns = counted_only(weight, log_prob, entropy, value,
+                                                         returns)
+        return loss(log_prob, entropy, value, advantages, returns, self.config, samples)
