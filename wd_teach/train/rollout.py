@@ -40,7 +40,7 @@ class Batch:
     env's rules (1) rather than by running out of time (0). `states` is there for a
     centralized critic: the env's global state at each step, the same for every agent of an
     env (an expanded view, [steps, envs, agents, state_size], that takes no memory).
-    `active` and `left` are there in a game that agents leave (Tag's caught runners;
+    `active` and `left` are there in a game that agents leave mid-episode (a caught player;
     Env.agents_in_game): 1 where the agent was in the game when it acted at step t, and
     1 where step t was its last in the game. The learners count only the active samples,
     and treat leaving as the end of that agent's episode.
@@ -121,7 +121,7 @@ class Rollout:
         self.wrapper, self.acting = wrapper, acting
         self.fixed_weights = fixed_weights
         self.metrics = wrapper.env.episode_metrics()  # what the env reports per episode
-        # Whether agents leave the game mid-episode (Tag's caught runners): then the buffer
+        # Whether agents leave the game mid-episode (a caught player): then the buffer
         # keeps who was in it, and the learners count only them.
         departures = wrapper.env.agents_in_game(wrapper.store) is not None
         self.log_probs = log_probs  # False: the learner works them out itself (A2C)
@@ -182,13 +182,16 @@ class Rollout:
                     torch.logical_and(done, ~info["truncated"], out=buffer.terminals[t])
                 for name, metric in self.metrics.items():
                     buffer.metrics[name][t].copy_(metric.read(env.store))
-                if buffer.left is not None:  # in the game before this step, out after it
-                    torch.mul(buffer.active[t], ~env.env.agents_in_game(env.store),
-                              out=buffer.left[t])
                 acting.after_step(done)
                 env.reset_done()
         with timer("policy"):
             acting.forward(env.obs, buffer.last_values, self.global_state())  # to bootstrap
+        if buffer.left is not None:
+            # Who left with each step: in the game at t, out at t + 1 (after the last step:
+            # out now). Where an env's episode ended at t, every agent's did, so the reset
+            # in between changes nothing that counts. One pass for the whole rollout.
+            after = torch.cat([buffer.active[1:], env.env.agents_in_game(env.store)[None]])
+            torch.mul(buffer.active, 1 - after, out=buffer.left)
         # Episode returns, lengths and the env's metrics, for the whole rollout at once.
         self.stats.add_rollout(buffer.rewards, buffer.dones, buffer.metrics, buffer.active)
         return buffer
