@@ -92,3 +92,14 @@ def test_two_algorithms_resume_bit_for_bit(tmp_path):
         for want, got in zip(policy.state_dict().values(),
                              resumed.policies[name].state_dict().values(), strict=True):
             assert torch.equal(want, got), name
+
+
+def test_autoscale_sizes_suit_every_group_s_own_algorithm():
+    """--envs auto only offers sizes each group's algorithm accepts: the speaker's PPO needs
+    its 7 minibatches to divide its samples (envs x 25 steps), the listener's A2C nothing."""
+    from wd_teach.scale.autoscale import valid_sizes
+
+    config = load_config("speaker_listener", gpu=False,
+                         sets=["policies.speaker.algorithm.num_minibatches=7"])
+    assert valid_sizes(config)(100) == 98
+    assert valid_sizes(load_config("speaker_listener", gpu=False))(100) == 100

@@ -253,18 +253,19 @@ def _check(fraction, probe_envs, max_envs) -> None:
 
 
 def valid_sizes(config: TrainConfig) -> Callable[[int], int]:
-    """A function that gives the largest num_envs <= n that the algorithm accepts (PPO's
-    minibatches must divide the samples), by the checks Trainer makes first, on the host."""
+    """A function that gives the largest num_envs <= n that every group's algorithm accepts
+    (PPO's minibatches must divide the samples), by the checks Trainer makes first, on the
+    host."""
     env = make_env(config.env)
-    algorithm = ALGORITHMS[config.algorithm_name]
     mapping = {name: resolve_agents(p.agents, env, name) for name, p in config.policies.items()}
     groups = agent_groups(mapping, env.num_agents)
 
     def accepted(num_envs: int) -> bool:
         try:
             for group in groups:
-                algorithm.check(config.algorithm, config.trainer.steps * num_envs * group.size,
-                                group.name, steps=config.trainer.steps)
+                name, algorithm = config.algorithm_of(group.name)  # its own, or the run's
+                ALGORITHMS[name].check(algorithm, config.trainer.steps * num_envs * group.size,
+                                       group.name, steps=config.trainer.steps)
         except ConfigError:
             return False
         return True
