@@ -103,3 +103,14 @@ def test_autoscale_sizes_suit_every_group_s_own_algorithm():
                          sets=["policies.speaker.algorithm.num_minibatches=7"])
     assert valid_sizes(config)(100) == 98
     assert valid_sizes(load_config("speaker_listener", gpu=False))(100) == 100
+
+
+def test_a_centralized_critic_reads_both_roles_views():
+    trainer = Trainer("speaker_listener", gpu=False, sets=[*SMALL, "trainer.critic=centralized"])
+    state = trainer.env.global_state(trainer.wrapper.store)
+    obs = trainer.wrapper.obs
+    assert torch.equal(state, torch.cat([obs[:, 0, :SPEAKER_OBS], obs[:, 1]], dim=1))
+    assert trainer.policies["speaker"].critic[0].in_features == SPEAKER_OBS + LISTENER_OBS \
+        + SPEAKER_OBS  # the global state beside its own observation
+    trainer.iterate()
+    assert np.isfinite(trainer.history[-1]["speaker/value_loss"])

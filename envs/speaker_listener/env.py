@@ -78,6 +78,19 @@ class SpeakerListener(Env):
                 "listener": self.observation_space}
 
     @property
+    def global_state_size(self) -> int:
+        return SPEAKER_OBS + LISTENER_OBS
+
+    def global_state(self, store):
+        """What both see, side by side: the goal, and the listener's view with the word. A
+        centralized critic (trainer.critic: centralized) reads it, and so can tell the
+        speaker whether its word led the listener towards the goal."""
+        import torch
+
+        obs = store[OBS]
+        return torch.cat([obs[:, SPEAKER, :SPEAKER_OBS], obs[:, LISTENER]], dim=1)
+
+    @property
     def action_space(self) -> spaces.Discrete:
         return spaces.Discrete(NUM_LANDMARKS)  # a word, or a move (stay, up, down, left, right)
 

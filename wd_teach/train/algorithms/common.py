@@ -45,7 +45,7 @@ def gae(rewards: torch.Tensor, values: torch.Tensor, dones: torch.Tensor,
 
 def episode_ends(batch) -> torch.Tensor:
     """Where each agent's episode ended, [steps, envs, agents]: where its env's did
-    (`dones`), or where it left the game (`left`: Tag's caught runner), whichever first."""
+    (`dones`), or where it left the game (`left`: a caught player), whichever first."""
     return batch.dones if batch.left is None else torch.maximum(batch.dones, batch.left)
 
 
