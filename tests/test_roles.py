@@ -53,13 +53,15 @@ def test_one_policy_over_roles_of_different_sizes_is_refused():
 
 def test_each_group_has_its_own_algorithm_and_the_run_s_shared_hyperparameters():
     config = load_config("speaker_listener", gpu=False, sets=[
-        "algorithm.gamma=0.9", "policies.speaker.algorithm.clip_coef=0.1"])
+        "algorithm.gamma=0.9", "policies.speaker.algorithm.clip_coef=0.1",
+        "policies.listener.algorithm.name=a2c"])
     name, speaker = config.algorithm_of("speaker")
     assert name == "ppo" and isinstance(speaker, ppo.Config)
     assert speaker.gamma == 0.9 and speaker.clip_coef == 0.1  # the run's, then its own
-    assert speaker.epochs == ppo.Config().epochs  # a2c has none: ppo's default
+    assert speaker.epochs == config.algorithm.epochs  # the run's PPO section
     name, listener = config.algorithm_of("listener")
     assert name == "a2c" and isinstance(listener, a2c.Config) and listener.gamma == 0.9
+    assert listener.gae_lambda == config.algorithm.gae_lambda  # both know it: the run's
 
     trainer = Trainer(config)
     assert isinstance(trainer.learners["speaker"], ppo.Learner)
@@ -82,9 +84,11 @@ def test_a_bad_group_algorithm_is_refused_with_its_key(sets, message):
 
 
 def test_two_algorithms_resume_bit_for_bit(tmp_path):
-    straight = Trainer("speaker_listener", gpu=False, sets=SMALL)
+    sets = [*SMALL, "policies.listener.algorithm.name=a2c"]
+    straight = Trainer("speaker_listener", gpu=False, sets=sets)
     straight.train(4, progress=False)
-    first = Trainer("speaker_listener", gpu=False, sets=SMALL)
+    assert isinstance(straight.learners["listener"], a2c.Learner)
+    first = Trainer("speaker_listener", gpu=False, sets=sets)
     first.train(2, progress=False)
     resumed = Trainer.from_checkpoint(first.save(tmp_path / "c.safetensors"), gpu=False)
     resumed.train(2, progress=False)
@@ -96,17 +100,18 @@ def test_two_algorithms_resume_bit_for_bit(tmp_path):
 
 def test_autoscale_sizes_suit_every_group_s_own_algorithm():
     """--envs auto only offers sizes each group's algorithm accepts: the speaker's PPO needs
-    its 7 minibatches to divide its samples (envs x 25 steps), the listener's A2C nothing."""
+    its 7 minibatches to divide its samples (envs x 15 steps), the listener's A2C nothing;
+    with both on the run's PPO (4 minibatches), a multiple of 4 envs."""
     from wd_teach.scale.autoscale import valid_sizes
 
-    config = load_config("speaker_listener", gpu=False,
-                         sets=["policies.speaker.algorithm.num_minibatches=7"])
+    config = load_config("speaker_listener", gpu=False, sets=[
+        "policies.speaker.algorithm.num_minibatches=7", "policies.listener.algorithm.name=a2c"])
     assert valid_sizes(config)(100) == 98
-    assert valid_sizes(load_config("speaker_listener", gpu=False))(100) == 100
+    assert valid_sizes(load_config("speaker_listener", gpu=False))(99) == 96
 
 
 def test_a_centralized_critic_reads_both_roles_views():
-    trainer = Trainer("speaker_listener", gpu=False, sets=[*SMALL, "trainer.critic=centralized"])
+    trainer = Trainer("speaker_listener", gpu=False, sets=SMALL)  # its config's critic
     state = trainer.env.global_state(trainer.wrapper.store)
     obs = trainer.wrapper.obs
     assert torch.equal(state, torch.cat([obs[:, 0, :SPEAKER_OBS], obs[:, 1]], dim=1))
@@ -114,3 +119,27 @@ def test_a_centralized_critic_reads_both_roles_views():
         + SPEAKER_OBS  # the global state beside its own observation
     trainer.iterate()
     assert np.isfinite(trainer.history[-1]["speaker/value_loss"])
+
+
+def test_the_speaker_listener_bench_scores_both_critics_over_the_same_seeds(tmp_path):
+    """bench/speaker_listener.py at toy size: both critics over the seeds, the gap between
+    the trained speaker and a random one per seed, an interval for each, all in its JSON."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "bench" / "speaker_listener.py"
+    spec = importlib.util.spec_from_file_location("bench_speaker_listener", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = tmp_path / "speaker_listener.json"
+    bench.main([str(out), "--seeds", "2", "--iterations", "2", "--envs", "4",
+                "--eval-envs", "4"])
+    result = json.loads(out.read_text())
+    rows = {(r["critic"], r["measure"]): r for r in result["rows"]}
+    for critic in ("independent", "centralized"):
+        trained, babble, gap = (rows[critic, m] for m in ("trained", "random speaker", "gap"))
+        for seed in ("0", "1"):
+            assert gap["per_seed"][seed] == pytest.approx(
+                trained["per_seed"][seed] - babble["per_seed"][seed])
+        assert gap["low"] <= gap["iqm"] <= gap["high"] and gap["verdict"]
