@@ -33,6 +33,24 @@ from wd_teach.train.trainer import Trainer
 CRITICS = ("independent", "centralized")
 
 
+def verdicts(rows: list[dict], scores: dict, seeds: list[int]) -> list[dict]:
+    """Each critic's verdict on its gap, and a row for the per-seed difference of the gaps,
+    centralized - independent, with its interval: does the critic change the language?"""
+    for row in (r for r in rows if r["measure"] == "gap"):
+        row["verdict"] = ("a language: the trained speaker helps on these seeds" if row["low"] > 0
+                          else "no language shown: the interval of the gap reaches 0 or below")
+        print(f"  {row['critic']}: {row['verdict']}")
+    difference = {s: scores["centralized"]["gap"][s] - scores["independent"]["gap"][s]
+                  for s in seeds}
+    found = iqm_interval(difference)
+    verdict = ("the centralized critic's gap is larger on these seeds" if found.low > 0 else
+               "the independent critics' gap is larger on these seeds" if found.high < 0 else
+               "the interval holds 0: these seeds cannot tell the two critics apart")
+    print(f"  gap, centralized - independent: {found}: {verdict}")
+    return [{"critic": "centralized - independent", "measure": "gap", "iqm": found.iqm,
+             "low": found.low, "high": found.high, "per_seed": difference, "verdict": verdict}]
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
@@ -72,11 +90,7 @@ def main(argv=None) -> dict:
             rows.append({"critic": critic, "measure": measure, "iqm": found.iqm,
                          "low": found.low, "high": found.high, "per_seed": values})
             print(f"  {critic:11s} {measure:15s} {found}")
-    gaps = [r for r in rows if r["measure"] == "gap"]
-    for row in gaps:
-        row["verdict"] = ("a language: the trained speaker helps on these seeds" if row["low"] > 0
-                          else "no language shown: the interval of the gap reaches 0 or below")
-        print(f"  {row['critic']}: {row['verdict']}")
+    rows += verdicts(rows, scores, seeds)
 
     device = torch.cuda.get_device_name(0) if gpu else f"CPU ({platform.processor() or 'cpu'})"
     probe = Trainer("speaker_listener", gpu=gpu, sets=[f"env.num_envs={args.envs}"])
