@@ -303,10 +303,13 @@ def free_gpu_memory() -> int:
 
 
 def gpu_measure(config: TrainConfig, gpu: bool | None = None) -> Callable[[int], int]:
-    """measure(envs): build a Trainer of `config` at that size, run MEASURED_ITERATIONS, and
-    give the most memory torch's allocator reserved meanwhile. Reserved, not allocated: the
-    allocator takes the GPU's memory in blocks and keeps freed ones, and it is what it takes
-    that must be free."""
+    """measure(envs): build a Trainer of `config` at that size, run MEASURED_ITERATIONS and
+    then the evaluation `wd-teach train` ends with (EVALUATION_EPISODES fresh episodes, its
+    envs beside the training's), and give the most memory torch's allocator reserved
+    meanwhile. Reserved, not allocated: the allocator takes the GPU's memory in blocks and
+    keeps freed ones, and it is what it takes that must be free. Without the evaluation a
+    fit under a seat's limit left no room for it, and the run failed at its very end."""
+    from wd_teach.train.evaluation import EVALUATION_EPISODES
     from wd_teach.train.trainer import Trainer
 
     def measure(num_envs: int) -> int:
@@ -317,6 +320,7 @@ def gpu_measure(config: TrainConfig, gpu: bool | None = None) -> Callable[[int],
         try:
             for _ in range(MEASURED_ITERATIONS):
                 trainer.iterate()
+            trainer.evaluate(num_envs=EVALUATION_EPISODES)
             torch.cuda.synchronize()
             return torch.cuda.max_memory_reserved() - before
         finally:
