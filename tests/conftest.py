@@ -33,3 +33,20 @@ def backend(request):
         pytest.skip(f"the {request.param} backend cannot run on this machine "
                     "(PyCUDA needs an NVIDIA GPU); tests/gpu runs it on one")
     return request.param
+
+
+@pytest.fixture
+def bench_script():
+    """bench_script(name): the module bench/NAME.py, loaded from its file (bench/ is a folder
+    of scripts, not a package)."""
+    import importlib.util
+    from pathlib import Path
+
+    def load(name: str):
+        path = Path(__file__).resolve().parents[1] / "bench" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load

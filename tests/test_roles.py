@@ -121,17 +121,12 @@ def test_a_centralized_critic_reads_both_roles_views():
     assert np.isfinite(trainer.history[-1]["speaker/value_loss"])
 
 
-def test_the_speaker_listener_bench_scores_both_critics_over_the_same_seeds(tmp_path):
+def test_the_speaker_listener_bench_scores_both_critics_over_the_same_seeds(tmp_path, bench_script):
     """bench/speaker_listener.py at toy size: both critics over the seeds, the gap between
     the trained speaker and a random one per seed, an interval for each, all in its JSON."""
-    import importlib.util
     import json
-    from pathlib import Path
 
-    path = Path(__file__).parents[1] / "bench" / "speaker_listener.py"
-    spec = importlib.util.spec_from_file_location("bench_speaker_listener", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = bench_script("speaker_listener")
     out = tmp_path / "speaker_listener.json"
     bench.main([str(out), "--seeds", "2", "--iterations", "2", "--envs", "4",
                 "--eval-envs", "4"])

@@ -142,17 +142,12 @@ def test_self_play_is_seeded_and_resumes_bit_for_bit(tmp_path):
         [row["taggers/return"] for row in resumed.history])
 
 
-def test_the_selfplay_bench_scores_both_kinds_over_the_same_seeds(tmp_path):
+def test_the_selfplay_bench_scores_both_kinds_over_the_same_seeds(tmp_path, bench_script):
     """bench/selfplay.py at toy size: both kinds over the seeds, cross-played against one
     panel, an interval per kind and for the per-seed differences, all in its JSON."""
-    import importlib.util
     import json
-    from pathlib import Path
 
-    path = Path(__file__).parents[1] / "bench" / "selfplay.py"
-    spec = importlib.util.spec_from_file_location("bench_selfplay", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = bench_script("selfplay")
     out = tmp_path / "selfplay.json"
     bench.main([str(out), "--seeds", "2", "--iterations", "3", "--envs", "2",
                 "--eval-envs", "2", "--pool", "2", "--pool-every", "1"])
