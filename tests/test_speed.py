@@ -86,3 +86,27 @@ def test_episode_sums_of_a_whole_rollout_equal_the_step_by_step_sums():
         torch.testing.assert_close(at_once.metric_sums["caught"], stepwise.metric_sums["caught"])
         assert at_once.metric_sums["caught"] > 0
         assert at_once.steps == stepwise.steps
+
+
+def test_the_collector_is_held_off_while_a_graph_records_and_restored_after():
+    """Graphed records inside no_collection (wd_teach/train/speed.py): dead objects are
+    collected first, none while recording, and the collector is as it was after."""
+    import gc
+
+    from wd_teach.train.speed import no_collection
+
+    class Cycle:
+        def __init__(self):
+            self.me = self
+
+    for enabled in (True, False):
+        (gc.enable if enabled else gc.disable)()
+        try:
+            Cycle()
+            with no_collection():
+                assert not gc.isenabled()
+                assert not [o for o in gc.get_objects() if isinstance(o, Cycle)]  # collected
+                Cycle()
+            assert gc.isenabled() is enabled
+        finally:
+            gc.enable()

@@ -1,12 +1,15 @@
 """CUDA graphs on the GPU: a replayed rollout and update do what the step-by-step loop does,
 on both kernel backends, with no host round trip, and re-record when memory moves."""
 
+import gc
+
 import pytest
 import torch
 
 from wd_teach.device import BACKENDS
 from wd_teach.floors import set_fast
 from wd_teach.launch import kernel_stream
+from wd_teach.train.speed import Graphed
 from wd_teach.train.trainer import Trainer
 
 SMALL_TAG = ["env.num_envs=16", "env.params.num_taggers=3", "env.params.num_runners=20",
@@ -91,6 +94,45 @@ def test_replays_never_synchronise(backend):
         trainer._update_step(trainer.rollout.buffer)
     finally:
         torch.cuda.set_sync_debug_mode("default")
+
+
+class SynchronisesWhenFreed:
+    """Stands for what an old trainer leaves behind (its CUDA graphs, kernel modules): an
+    object whose freeing calls the driver in a way a recording stream forbids."""
+
+    def __init__(self, freed: list):
+        self.freed, self.cycle = freed, self  # a cycle: only the collector frees it
+
+    def __del__(self):
+        torch.cuda.synchronize()
+        self.freed.append(torch.cuda.is_current_stream_capturing())
+
+
+def test_garbage_collected_while_recording_cannot_break_the_recording():
+    """With the collector running at nearly every allocation, garbage made while a graph
+    records would be freed during the recording and invalidate it (lesson 07 met this:
+    five seeds' trainers in a row under PyCUDA). Graphed holds the collector off while it
+    records: the replay is right and the garbage is freed after."""
+    freed, x = [], torch.ones(1024, device="cuda")
+
+    def fn():
+        SynchronisesWhenFreed(freed)  # garbage at once, in a cycle
+        return x * 2 + 1
+
+    graphed = Graphed(fn, torch.cuda.Stream())
+    threshold = gc.get_threshold()
+    gc.set_threshold(1)
+    try:
+        for _ in range(3):  # run, record, replay
+            result = graphed()
+        x.fill_(2)
+        result = graphed()
+    finally:
+        gc.set_threshold(*threshold)
+    gc.collect()
+    torch.testing.assert_close(result, torch.full_like(x, 5))
+    assert graphed.replays == 2
+    assert freed == [False, False]  # the run's and the recording's, neither while recording
 
 
 def test_moved_weights_are_recorded_again(tmp_path):

@@ -25,6 +25,7 @@ bfloat16; "fp32" (the default) changes nothing, so results agree bit for bit wit
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 
@@ -55,6 +56,24 @@ def precision_context(precision: str, device: torch.device):
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
 
 
+@contextmanager
+def no_collection():
+    """Python's cyclic garbage collector held off while a graph records, after one
+    collection first. Collecting frees dead objects, and freeing one that owns CUDA
+    resources (an earlier trainer's CUDA graph, a kernel module, a stream) calls the
+    driver in a way that a recording stream forbids: the recording is then invalidated and
+    fails later, at some unrelated operation ("operation failed due to a previous error
+    during capture"). Held off, they are freed after the recording instead."""
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 class Graphed:
     """`fn()` run once, then recorded as a CUDA graph and replayed (see the module's doc).
 
@@ -83,8 +102,8 @@ class Graphed:
             return self._on_stream(self.fn)
         if self.graph is None:
             self.graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(self.graph, stream=self.stream,
-                                  capture_error_mode="thread_local"):
+            with no_collection(), torch.cuda.graph(self.graph, stream=self.stream,
+                                                   capture_error_mode="thread_local"):
                 self.result = self.fn()
         self.graph.replay()
         self.replays += 1
