@@ -47,9 +47,8 @@ def learner(module, space, compile: bool, shared: bool, **config):
     torch.manual_seed(0)
     policy = make_policy("stochastic", FEATURES, space, [8], shared=shared,
                          classes=fast_policy.CLASSES).double()
-    options = LearnerOptions(lr=1e-2, generator=torch.Generator().manual_seed(1),
-                             compile=compile)
-    return learners.learner_class(module)(policy, module.Config(**config), options)
+    options = LearnerOptions(lr=1e-2, generator=torch.Generator().manual_seed(1))
+    return learners.learner_class(module, compile)(policy, module.Config(**config), options)
 
 
 @pytest.fixture
@@ -73,7 +72,7 @@ def test_a_compiled_loss_takes_the_plain_losss_steps(traced, module, config, spa
     same weights after, every head layout and both bodies."""
     plain = learner(module, space, False, shared, **config)
     compiled = learner(module, space, True, shared, **config)
-    assert compiled.options.compile and not plain.options.compile
+    assert compiled.compile and not plain.compile
     for seed in range(2):
         want, got = plain.update(batch(space, seed)), compiled.update(batch(space, seed))
         assert want.keys() == got.keys()
@@ -121,7 +120,7 @@ def test_on_the_cpu_compile_is_off_as_cuda_graphs_are(fast):
     finally:
         set_fast("reset")
     assert trainer.fast is fast
-    assert not any(lr.options.compile for lr in trainer.learners.values())
+    assert not any(getattr(lr, "compile", False) for lr in trainer.learners.values())
     assert isinstance(trainer.learners["cart"], learners.PPOLearner) is fast
     trainer.iterate()
 
@@ -131,3 +130,14 @@ def test_without_triton_the_message_says_what_to_install(monkeypatch):
     with pytest.raises(MissingPieceError, match=r"trainer.compile needs Triton.*pip install "
                                                 r"triton.*trainer.compile=false"):
         fused.require_triton("trainer.compile")
+
+
+def test_the_door_names_the_algorithms_the_fast_floor_compiles():
+    """wd_teach.floors.COMPILED_LOSSES, read by the config check without importing the fast
+    floor, names exactly the algorithms with a fast twin that compiles its loss."""
+    from wd_teach.floors import COMPILED_LOSSES
+
+    twins = {module.__name__.rsplit(".", 1)[1] for module in learners.LEARNERS}
+    assert set(COMPILED_LOSSES) == twins
+    for module in learners.LEARNERS:
+        assert learners.learner_class(module, compile=True).keywords == {"compile": True}

@@ -65,9 +65,8 @@ def learner(algorithm: str, space, fast: bool, shared: bool, activation: str,
     torch.manual_seed(0)
     policy = make_policy("stochastic", FEATURES, space, HIDDEN, shared=shared,
                          activation=activation, classes=fast_policy.CLASSES if fast else CLASSES)
-    options = LearnerOptions(lr=1e-2, generator=torch.Generator().manual_seed(1),
-                             compile=compile)
-    learn = learners.learner_class(module) if fast else module.Learner
+    options = LearnerOptions(lr=1e-2, generator=torch.Generator().manual_seed(1))
+    learn = learners.learner_class(module, compile) if fast else module.Learner
     return learn(policy, module.Config(**config), options)
 
 

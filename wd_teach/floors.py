@@ -30,6 +30,11 @@ ENV_VAR = "WD_TEACH_FAST"
 CHOICES = {"auto": None, "1": True, "on": True, "true": True,
            "0": False, "off": False, "false": False}
 
+#: The algorithms whose loss the fast floor can compile (trainer.compile): those with a twin
+#: in wd_teach/fast/learners.py (a test keeps the two in step). Named here, at the door, so
+#: that a config is checked without importing the fast floor.
+COMPILED_LOSSES = ("a2c", "ppo")
+
 _chosen: bool | None | str = "unset"  # set_fast's choice; "unset": read ENV_VAR
 
 

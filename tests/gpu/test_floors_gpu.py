@@ -52,8 +52,8 @@ def learner(algorithm, space, fast, shared, compile=False):
                          activation="relu",
                          classes=fast_policy.CLASSES if fast else CLASSES).cuda()
     options = LearnerOptions(lr=1e-2, generator=torch.Generator("cuda").manual_seed(1),
-                             capturable=True, compile=compile)
-    learn = learners.learner_class(module) if fast else module.Learner
+                             capturable=True)
+    learn = learners.learner_class(module, compile) if fast else module.Learner
     return learn(policy, module.Config(**config), options)
 
 

@@ -288,8 +288,8 @@ def test_a_compiled_loss_is_the_plain_loss_on_the_gpu(precision, shared):
                torch.randn(rows, device="cuda"), torch.randn(rows, device="cuda"))
     results = []
     for compile in (False, True):
-        options = LearnerOptions(lr=1e-3, generator=torch.Generator("cuda"), compile=compile)
-        learner = PPOLearner(policy, ppo.Config(), options)
+        options = LearnerOptions(lr=1e-3, generator=torch.Generator("cuda"))
+        learner = PPOLearner(policy, ppo.Config(), options, compile=compile)
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=precision == "bf16"):
             outputs = policy.outputs(obs)
             leaves = [outputs] if isinstance(outputs, torch.Tensor) else list(outputs)

@@ -15,6 +15,8 @@ them: both are chosen in one place, Trainer's floor (wd_teach.floors).
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from wd_teach.train.algorithms import a2c, ppo
@@ -27,7 +29,7 @@ COMPILE_BACKEND = "inductor"
 
 
 def compiled(loss, on: bool):
-    """`loss` compiled with torch.compile where `on` (LearnerOptions.compile), else `loss`
+    """`loss` compiled with torch.compile where `on` (trainer.compile), else `loss`
     itself. A loss of one minibatch is some fifty small kernels forward and backward
     (each head's softmax, the gathers, the ratio, the clip, the means), each a pass over
     memory; compiled, Triton fuses them into a few. It compiles on its first call
@@ -49,9 +51,10 @@ def compiled(loss, on: bool):
 class A2CLearner(a2c.Learner):
     """a2c.Learner whose `part_loss` runs the output layers, then the compiled loss."""
 
-    def __init__(self, policy, config: a2c.Config, options):
+    def __init__(self, policy, config: a2c.Config, options, compile: bool = False):
         super().__init__(policy, config, options)
-        self.compiled_loss = compiled(self._part_loss, options.compile)
+        self.compile = compile
+        self.compiled_loss = compiled(self._part_loss, compile)
 
     def part_loss(self, obs, actions, advantages, returns, samples, weight=None):
         """Replaces a2c.Learner.part_loss: the observations padded from the buffer's
@@ -77,9 +80,10 @@ class PPOLearner(ppo.Learner):
     """ppo.Learner whose observations are padded once for every epoch and whose
     minibatch loss runs the output layers, then the compiled loss."""
 
-    def __init__(self, policy, config: ppo.Config, options):
+    def __init__(self, policy, config: ppo.Config, options, compile: bool = False):
         super().__init__(policy, config, options)
-        self.compiled_loss = compiled(self._minibatch_loss, options.compile)
+        self.compile = compile
+        self.compiled_loss = compiled(self._minibatch_loss, compile)
 
     def sample_rows(self, batch, advantages, returns) -> tuple[torch.Tensor, ...]:
         """Replaces ppo.Learner.sample_rows: the observations made once as the policy's
@@ -113,7 +117,12 @@ class PPOLearner(ppo.Learner):
 LEARNERS = {a2c: A2CLearner, ppo: PPOLearner}
 
 
-def learner_class(algorithm) -> type:
-    """The Learner class the fast floor uses for `algorithm` (a module of
-    wd_teach.train.algorithms)."""
-    return LEARNERS.get(algorithm, algorithm.Learner)
+def learner_class(algorithm, compile: bool = False):
+    """What makes the fast floor's learner for `algorithm` (a module of
+    wd_teach.train.algorithms) from (policy, config, options): its fast twin, its loss
+    compiled where `compile` (trainer.compile), or the module's own Learner where it has no
+    twin. Only a twin has a loss to compile (wd_teach.floors.COMPILED_LOSSES)."""
+    twin = LEARNERS.get(algorithm)
+    if twin is None:
+        return algorithm.Learner
+    return functools.partial(twin, compile=compile)

@@ -43,6 +43,7 @@ import yaml
 from wd_teach.backends import ALL as ENV_BACKENDS
 from wd_teach.env import Env, registry
 from wd_teach.errors import ConfigError, EnvError
+from wd_teach.floors import COMPILED_LOSSES
 from wd_teach.ranges import SEED_LIMIT, require_number, require_whole
 from wd_teach.train.logger import LOGGERS
 from wd_teach.train.policy import ACTIVATIONS
@@ -265,9 +266,10 @@ def build(raw: dict) -> TrainConfig:
         check_selfplay(name, policy)
     check_critic(trainer.critic, policies, module.CAPABILITIES)
     check_group_algorithms(algorithm_name, algorithm, policies)
-    if trainer.compile and not module.CAPABILITIES.compiled_loss:
+    if trainer.compile and algorithm_name not in COMPILED_LOSSES:  # a fast floor's option
         raise ConfigError(f"trainer.compile: algorithm {algorithm_name!r} has no loss to "
-                          "compile (A2C and PPO have). Set trainer.compile=false.")
+                          f"compile ({' and '.join(n.upper() for n in COMPILED_LOSSES)} "
+                          "have). Set trainer.compile=false.")
     module.check_ranges(algorithm)
     return TrainConfig(env, policies, algorithm_name, algorithm, trainer)
 

@@ -196,13 +196,13 @@ class Trainer:
             print("note: roles that see different observation sizes run on the plain floor "
                   "(the fast floor's policies read whole observations).", file=progress_stream())
             self.fast = False
-        classes, learner_for, fixed_weights = self._floor()
         # trainer.compile is a fast floor's option, on a GPU: elsewhere it does nothing.
         compiled = c.trainer.compile and self.fast and self.device.type == "cuda"
         if compiled:
             from wd_teach.fast.triton_kernels import require_triton
 
             require_triton("trainer.compile")
+        classes, learner_for, fixed_weights = self._floor(compiled)
         self.policies = {}
         self.learners = {}
         state_size = self.env.global_state_size if self.centralized else 0
@@ -216,8 +216,7 @@ class Trainer:
             self.policies[group.name] = policy
             options = LearnerOptions(lr=spec.lr or c.trainer.lr, generator=self.generator,
                                      capturable=capturable,
-                                     chunk_samples=c.trainer.chunk_samples,
-                                     compile=compiled)
+                                     chunk_samples=c.trainer.chunk_samples)
             learner = learner_for(modules[group.name])
             self.learners[group.name] = learner(policy, self.algorithms[group.name][1], options)
         # Who learns, and who plays some rollouts as an earlier self (wd_teach/train/selfplay.py)
@@ -251,16 +250,18 @@ class Trainer:
         except EnvError as err:
             raise ConfigError(f"policies.{group.name}.agents: {err}") from err
 
-    def _floor(self):
-        """(policy classes, an algorithm module's Learner class, the rollout's fixed-weights
-        context) of this run's floor, `self.fast`. The fast floor's are twins of the plain
-        ones (wd_teach/fast/): the same functions and parameters, fewer kernels on a GPU.
-        On the plain floor nothing of wd_teach.fast is imported."""
+    def _floor(self, compiled: bool):
+        """(policy classes, what makes an algorithm module's learner, the rollout's
+        fixed-weights context) of this run's floor, `self.fast`. The fast floor's are twins
+        of the plain ones (wd_teach/fast/): the same functions and parameters, fewer kernels
+        on a GPU, their losses compiled where `compiled` (trainer.compile). On the plain
+        floor nothing of wd_teach.fast is imported."""
         if not self.fast:
             return CLASSES, lambda algorithm: algorithm.Learner, nullcontext
         from wd_teach.fast import learners, policy
 
-        return policy.CLASSES, learners.learner_class, policy.fixed_weights
+        return (policy.CLASSES, lambda algorithm: learners.learner_class(algorithm, compiled),
+                policy.fixed_weights)
 
     # -- training ---------------------------------------------------------------------------
 

@@ -32,7 +32,7 @@ from wd_teach.train.algorithms.common import (
 #: A distribution to sample from and a critic; an update that a CUDA graph can record,
 #: worked out in parts; it works the log-probabilities out anew, so the rollout keeps none.
 CAPABILITIES = Capabilities(policy="stochastic", graph_update=True, log_probs=False,
-                            chunked_update=True, compiled_loss=True)
+                            chunked_update=True)
 
 
 @dataclass(frozen=True)

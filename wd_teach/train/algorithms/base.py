@@ -42,10 +42,6 @@ class Capabilities:
     #: Whether its update runs a large batch's forward and backward in parts of
     #: trainer.chunk_samples samples (only one part's activations in memory at a time).
     chunked_update: bool = False
-    #: Whether its loss, from the output layers to the number, is one function of tensors
-    #: that torch.compile can make into a few fused kernels (trainer.compile, on the fast
-    #: floor: wd_teach/fast/learners.py).
-    compiled_loss: bool = False
 
 
 def together(capabilities) -> Capabilities:
@@ -59,8 +55,7 @@ def together(capabilities) -> Capabilities:
         next_obs=any(c.next_obs for c in capabilities),
         log_probs=any(c.log_probs for c in capabilities),
         exploration_noise=any(c.exploration_noise for c in capabilities),
-        chunked_update=all(c.chunked_update for c in capabilities),
-        compiled_loss=all(c.compiled_loss for c in capabilities))
+        chunked_update=all(c.chunked_update for c in capabilities))
 
 
 @dataclass(frozen=True)
@@ -71,7 +66,6 @@ class LearnerOptions:
     generator: torch.Generator
     capturable: bool = False  # optimisers that a CUDA graph can record (graph_update)
     chunk_samples: int = 1 << 20  # samples per forward/backward part (chunked_update)
-    compile: bool = False  # the fast floor's learners compile their loss (compiled_loss)
 
 
 class LearnerBase(abc.ABC):

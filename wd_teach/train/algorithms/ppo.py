@@ -34,7 +34,7 @@ from wd_teach.train.algorithms.common import (
 #: A distribution to sample from and a critic; an update that a CUDA graph can record: its
 #: only random numbers, the minibatch orders, are drawn before it (`prepare`) into memory
 #: that the recording reads.
-CAPABILITIES = Capabilities(policy="stochastic", graph_update=True, compiled_loss=True)
+CAPABILITIES = Capabilities(policy="stochastic", graph_update=True)
 
 
 @dataclass(frozen=True)
