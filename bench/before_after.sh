@@ -7,6 +7,9 @@
 #
 #     bash bench/before_after.sh OLD [OUT]
 #
+# ANCHOR names WarpDrive's anchor folder (default .device/anchor); NUMBA_ROWS=0 leaves out
+# the Numba rows (a shorter call).
+#
 # Made bench/results/versus_floors_h200.json (the two floors, 2026-11-27).
 set -u
 old_tree="$(cd "$1" && pwd)"
@@ -20,9 +23,9 @@ ln -sfn "$copy/envs" "$copy/wd_teach_envs"  # envs/ imports as wd_teach_envs, as
 rows() { grep -E "env steps/s|^warpdrive|Error" | cut -c1-220; }
 after() { PYTHONPATH="$PWD:$site" timeout 200 python3 bench/versus_warpdrive.py "$@" 2>&1 | rows; }
 before() { (cd "$copy" && PYTHONPATH="$copy:$site" timeout 200 python3 bench/versus_warpdrive.py "$@" 2>&1 | rows); }
-after "$out/v_wd.json" --anchor .device/anchor --envs 500 --settings a2c-bf16-shared --backends pycuda
+after "$out/v_wd.json" --anchor "${ANCHOR:-.device/anchor}" --envs 500 --settings a2c-bf16-shared --backends pycuda
 before "$out/v_old1.json" --anchor none --envs 500 --settings a2c-bf16-shared --backends pycuda
-after "$out/v_new2.json" --anchor none --envs 500 \
+[ "${NUMBA_ROWS:-1}" = 0 ] || after "$out/v_new2.json" --anchor none --envs 500 \
   --settings a2c-bf16-shared,plain-a2c-bf16-shared,plain-a2c-bf16 --backends numba
 before "$out/v_old2.json" --anchor none --envs 500 --settings ppo-bf16-traj-shared-compiled \
   --backends pycuda
