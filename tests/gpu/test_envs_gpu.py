@@ -1,7 +1,7 @@
 """Every env on a GPU: the NumPy reference, Numba and PyCUDA from one start with one sequence
 of actions, compared after every step (200 environments: many blocks, every game size the
-lessons use; the benchmarks time larger ones). Tag is built to agree bit for bit; the
-classic-control envs within their stated tolerance.
+lessons use; the benchmarks time larger ones). Tag and speaker_listener are built to agree bit
+for bit; the classic-control envs within their stated tolerance.
 
 Run: pytest tests/gpu/test_envs_gpu.py -v -s   (-s shows each consistency table)
 """
@@ -17,8 +17,12 @@ from wd_teach.device import NUMPY
 from wd_teach.env.consistency import check_consistency
 from wd_teach.env.wrapper import EnvWrapper, steps_per_second
 from wd_teach.errors import EnvError
+from wd_teach_envs.acrobot import Acrobot
 from wd_teach_envs.cartpole import CartPole
+from wd_teach_envs.mountain_car import MountainCar
+from wd_teach_envs.mountain_car_continuous import MountainCarContinuous
 from wd_teach_envs.pendulum import Pendulum
+from wd_teach_envs.speaker_listener import SpeakerListener
 from wd_teach_envs.tag_continuous import TagContinuous
 from wd_teach_envs.tag_grid import TagGrid
 
@@ -38,8 +42,14 @@ FULL = {
     "tag_grid_short_games": (TagGrid(grid_size=6, episode_length=8), 12, {}),
     "cartpole": (CartPole(), 40, {}),
     "pendulum": (Pendulum(episode_length=25), 40, {}),
+    "acrobot": (Acrobot(episode_length=25), 40, {}),
+    "mountain_car": (MountainCar(episode_length=25), 40, {}),
+    "mountain_car_continuous": (MountainCarContinuous(episode_length=25), 40, {}),
+    "speaker_listener": (SpeakerListener(), 40, {}),
 }
-TAG = [name for name in FULL if name.startswith("tag")]
+#: The envs built to agree bit for bit: integer and grid arithmetic, exact divisions, no
+#: transcendentals and no fused multiply-adds, so every backend rounds alike.
+EXACT = [name for name in FULL if name.startswith("tag")] + ["speaker_listener"]
 
 
 @pytest.mark.parametrize("name", FULL)
@@ -48,7 +58,7 @@ def test_every_backend_agrees_at_full_size(name):
     report = check_consistency(env, BACKENDS, num_envs=NUM_ENVS, steps=steps, **options)
     print(report.table())
     assert report.ok, report.table()
-    if name in TAG:  # no transcendentals, no fused multiply-adds: every backend rounds alike
+    if name in EXACT:
         for backend in ("numba", "pycuda"):
             for array, largest in report.largest[backend].items():
                 message = f"{backend} {array}: within tolerance, but not bit for bit"
