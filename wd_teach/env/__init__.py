@@ -292,6 +292,65 @@ class Env:
                            f"({shown}): give each role its own policy.")
         return next(iter(sizes))
 
+    def role_action_spaces(self) -> dict[str, spaces.Space]:
+        """Each role's own action space, where roles choose among different things (a
+        speaker with three words, a listener with five moves): {role: space}, roles as
+        agent_roles() names them. {}, the default: every agent chooses from action_space.
+
+        Categorical only: a role's space is Discrete or MultiDiscrete, with as many heads as
+        action_space and no head larger than its. The store's `actions` stays one array; a
+        role's policy has its own number of choices (no padding in its network), and its
+        probabilities reach the sampler with the choices it lacks at probability 0, which
+        the sampler never draws."""
+        return {}
+
+    def action_space_of(self, agent: int) -> spaces.Space:
+        """What agent `agent` chooses from: its role's space (role_action_spaces), checked
+        to fit in action_space, or the env's."""
+        own = self.role_action_spaces()
+        for role, members in self.agent_roles().items():
+            if role in own and agent in members:
+                return self._checked_role_action_space(role, own[role])
+        return self.action_space
+
+    def action_space_of_agents(self, agents) -> spaces.Space:
+        """The action space of a policy acting for `agents`: their role's, or the env's.
+        Agents of roles that choose from different spaces cannot share one policy: refused
+        with an EnvError."""
+        if not self.role_action_spaces():
+            return self.action_space
+        roles = self.agent_roles()
+        found: dict[str, spaces.Space] = {}
+        for agent in agents:
+            space = self.action_space_of(agent)
+            role = next((r for r, members in roles.items() if agent in members), "no role")
+            if all(space != other for other in found.values()):
+                found[role] = space
+        if len(found) > 1:
+            shown = ", ".join(f"{role} {space}" for role, space in found.items())
+            raise EnvError(f"these agents are of roles that choose from different action "
+                           f"spaces ({shown}): give each role its own policy.")
+        return next(iter(found.values()))
+
+    def _checked_role_action_space(self, role: str, space: spaces.Space) -> spaces.Space:
+        env_space = self.action_space
+        if not isinstance(env_space, (spaces.Discrete, spaces.MultiDiscrete)):
+            raise EnvError(f"{type(self).__name__}.role_action_spaces: roles may have their own "
+                           f"action spaces only where actions are categorical (Discrete or "
+                           f"MultiDiscrete); this env's are {env_space}.")
+        def counts(s):  # choices of each head
+            return [int(s.n)] if isinstance(s, spaces.Discrete) else [int(n) for n in s.nvec]
+
+        if (not isinstance(space, (spaces.Discrete, spaces.MultiDiscrete))
+                or len(counts(space)) != len(counts(env_space))
+                or any(mine > widest for mine, widest in zip(counts(space), counts(env_space),
+                                                             strict=True))):
+            raise EnvError(f"{type(self).__name__}.role_action_spaces: role {role!r} has "
+                           f"{space}, which does not fit in the env's action_space "
+                           f"{env_space}: give it as many heads, none with more choices "
+                           f"(action_space is the widest role's).")
+        return space
+
     def agents_in_game(self, store):
         """Which agents still play, [num_envs, num_agents] bool on the store's device, read
         from its arrays (Tag: a tagged runner has left its game); None, the default, when

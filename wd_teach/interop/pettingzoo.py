@@ -72,6 +72,9 @@ class PettingZooEnv(ParallelEnv):
         self._obs_size = {name: int(np.prod(space.shape))
                           for name, space in self._observation_spaces.items()}
         self._action_space = env.action_space
+        # and its role's action space, where roles choose from different ones
+        self._action_spaces = {name: self._own_or_env(env.action_space_of(row))
+                               for name, row in self._row.items()}
         self.wrapper = EnvWrapper(env, 1, backend, seed=seed, auto_reset=False,
                                   check_actions=check_actions, max_threads=max_threads)
         self.metadata = {"name": f"wd_teach_{type(env).__name__}", "render_modes": [],
@@ -79,6 +82,10 @@ class PettingZooEnv(ParallelEnv):
         self.render_mode = None
         self.agents: list[str] = []  # nobody plays until reset()
         self._resting = resting_action(self._action_space, env.action_dtype)
+
+    def _own_or_env(self, space: spaces.Space) -> spaces.Space:
+        """`space`, or the env's own object where it is the env's action space."""
+        return self._action_space if space == self._action_space else space
 
     @property
     def env(self) -> Env:
@@ -90,7 +97,7 @@ class PettingZooEnv(ParallelEnv):
 
     def action_space(self, agent: str) -> spaces.Space:
         self._check_name(agent)
-        return self._action_space
+        return self._action_spaces[agent]
 
     # -- reset and step -----------------------------------------------------------------------
 
@@ -99,7 +106,8 @@ class PettingZooEnv(ParallelEnv):
         it: (observations, infos)."""
         if seed is not None:
             reseed(self.wrapper, seed)  # checks it first, with our words
-            self._action_space.seed(int(seed))  # sample() draws again as from this seed
+            for space in {id(s): s for s in self._action_spaces.values()}.values():
+                space.seed(int(seed))  # sample() draws again as from this seed
         self.wrapper.reset()
         self.agents = list(self.possible_agents)
         obs = self._observations()
@@ -165,7 +173,7 @@ class PettingZooEnv(ParallelEnv):
 
     def _checked(self, agent: str, action) -> np.ndarray:
         array = np.asarray(action)
-        space = self._action_space
+        space = self._action_spaces[agent]
         if array.shape != space.shape:
             raise EnvError(f"the action of {agent!r} has shape {array.shape}; its action space "
                            f"{space} takes {space.shape}.")
@@ -176,6 +184,9 @@ class PettingZooEnv(ParallelEnv):
         elif not np.issubdtype(array.dtype, np.integer):
             raise EnvError(f"the action of {agent!r} must be integers (discrete), got "
                            f"{array.dtype}.")
+        elif space is not self._action_space and not space.contains(array.astype(space.dtype)):
+            raise EnvError(f"the action of {agent!r} is {array.tolist()}, outside its role's "
+                           f"action space {space}.")
         return array
 
     def _observations(self) -> np.ndarray:

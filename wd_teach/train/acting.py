@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from gymnasium import spaces
+from torch import nn
 
 from wd_teach.env import ACTIONS
 from wd_teach.sampler.reference import ReferenceSampler
@@ -91,7 +93,7 @@ class CategoricalActing(Acting):
                                    checked=False)  # softmax output: probabilities by make
         else:
             self.sampler = ReferenceSampler(self.store, counts, seed=seed)
-        self.heads = len(counts)
+        self.heads, self.counts = len(counts), counts
         self.logits: list[torch.Tensor] = []
 
     def action_width(self) -> int:
@@ -109,8 +111,20 @@ class CategoricalActing(Acting):
             else:
                 logits, value = self.actor_and_value(policy, group, mine, state)
                 group.put(values, 1, value)
-            group.put(self.sampler.probs, 1, policy.probabilities(logits))
+            group.put(self.sampler.probs, 1, self.widen(group, policy.probabilities(logits)))
             self.logits.append(logits)
+
+    def widen(self, group, probs: torch.Tensor) -> torch.Tensor:
+        """A group's probabilities laid out as the sampler's heads: where its role chooses
+        from fewer actions (Env.role_action_spaces), the ones it lacks get probability 0
+        (the sampler never draws an action of probability 0). Else `probs` itself."""
+        if group.action_space is None:
+            return probs
+        own = action_counts(group.action_space)
+        heads = probs.split(own, dim=-1)
+        return torch.cat([nn.functional.pad(head, (0, widest - mine))
+                          for head, mine, widest in zip(heads, own, self.counts, strict=True)],
+                         dim=-1)
 
     def draw(self, actions, log_probs):
         drawn = self.sampler.sample().view(actions.shape)  # one launch for every agent
@@ -226,7 +240,14 @@ def make_acting(wrapper, groups, policies, seed: int, generator: torch.Generator
 
 def random_actions(wrapper, group, generator: torch.Generator) -> None:
     """Uniformly random actions for `group`'s agents, into the store: the baseline a
-    trained policy is compared with."""
-    drawn = wrapper.random_actions(generator)
-    group.put(wrapper.store[ACTIONS], 1, group.take(drawn, 1))
-
+    trained policy is compared with. A role with its own action space
+    (Env.role_action_spaces) draws from its own choices."""
+    if group.action_space is None:
+        drawn = group.take(wrapper.random_actions(generator), 1)
+    else:
+        counts = torch.tensor(action_counts(group.action_space), device=wrapper.device)
+        heads = (len(counts),) if isinstance(group.action_space, spaces.MultiDiscrete) else ()
+        uniform = torch.rand((wrapper.num_envs, group.size, *heads), generator=generator,
+                             device=wrapper.device)
+        drawn = torch.minimum((uniform * counts).floor(), counts - 1).to(torch.int32)
+    group.put(wrapper.store[ACTIONS], 1, drawn)

@@ -28,11 +28,15 @@ class AgentGroup:
     role sees fewer than the env's widest (Env.role_observation_spaces); `observe(obs, dim)`
     is `take` and then only those first columns, so no padding reaches the group's policy.
     None: the whole observation.
+
+    `action_space`: what this group's agents choose from, where their role has its own
+    (Env.role_action_spaces: fewer choices than the env's widest). None: the env's.
     """
 
     name: str
     agents: tuple[int, ...]
     obs_size: int | None = None
+    action_space: object = None
     _index: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property

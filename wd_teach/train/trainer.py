@@ -153,7 +153,8 @@ class Trainer:
         # Checks first, on the host: nothing is on the device until they pass.
         self.env = config if isinstance(config, Env) else make_env(c.env)
         mapping = {name: resolve_agents(p.agents, self.env, name) for name, p in c.policies.items()}
-        self.groups = [dataclasses.replace(g, obs_size=self._obs_size(g))
+        self.groups = [dataclasses.replace(g, obs_size=self._obs_size(g),
+                                           action_space=self._action_space(g))
                        for g in agent_groups(mapping, self.env.num_agents)]
         check_fits(c.env.num_envs, self.env.num_agents)
         self.centralized = c.trainer.critic == "centralized"
@@ -196,6 +197,11 @@ class Trainer:
             print("note: roles that see different observation sizes run on the plain floor "
                   "(the fast floor's policies read whole observations).", file=progress_stream())
             self.fast = False
+        if self.fast and any(g.action_space is not None for g in self.groups):
+            print("note: roles that choose from different action spaces run on the plain floor "
+                  "(the fast floor's policies choose from the env's whole action space).",
+                  file=progress_stream())
+            self.fast = False
         # trainer.compile is a fast floor's option, on a GPU: elsewhere it does nothing.
         compiled = c.trainer.compile and self.fast and self.device.type == "cuda"
         if compiled:
@@ -208,7 +214,8 @@ class Trainer:
         state_size = self.env.global_state_size if self.centralized else 0
         for group in self.groups:
             spec = c.policies[group.name]
-            policy = make_policy(can.policy, group.obs_size, self.env.action_space,
+            policy = make_policy(can.policy, group.obs_size,
+                                 group.action_space or self.env.action_space,
                                  spec.hidden, shared=spec.shared, activation=spec.activation,
                                  classes=classes, state_size=state_size).to(self.device)
             if spec.load is not None:  # the group's weights from another run
@@ -249,6 +256,15 @@ class Trainer:
             return self.env.obs_size_of(group.agents)
         except EnvError as err:
             raise ConfigError(f"policies.{group.name}.agents: {err}") from err
+
+    def _action_space(self, group):
+        """What `group`'s policy chooses from: its agents' role's space where the role has
+        its own (Env.role_action_spaces), else None (the env's)."""
+        try:
+            space = self.env.action_space_of_agents(group.agents)
+        except EnvError as err:
+            raise ConfigError(f"policies.{group.name}.agents: {err}") from err
+        return None if space == self.env.action_space else space
 
     def _floor(self, compiled: bool):
         """(policy classes, what makes an algorithm module's learner, the rollout's
