@@ -34,6 +34,12 @@ def catch(loc_x, loc_y, in_game, rewards, runners_left, num_taggers, tagging_dis
         runners_left -= caught.sum(axis=1, dtype=np.int32)
 
 
+#: About how many [agent, other] distances are made at once: the table of a game of 1,000
+#: agents in 2,000 envs would be 2e9 of them (8 GB, and more for the sort), so neighbors()
+#: takes the envs a slice at a time.
+TABLE_SIZE = 1 << 24
+
+
 def neighbors(loc_x, loc_y, in_game, num_neighbors, full_observation):
     """[env, agent, slot]: which agent fills each neighbour slot (-1: no one). The nearest
     others in the game, nearest first and the lower index first among equals; or, with full
@@ -44,12 +50,41 @@ def neighbors(loc_x, loc_y, in_game, num_neighbors, full_observation):
                            for a in range(num_agents)], dtype=np.int64).reshape(
                                num_agents, num_agents - 1)
         return np.broadcast_to(others, (num_envs, num_agents, num_agents - 1))
+    slots = np.empty((num_envs, num_agents, num_neighbors), np.int64)
+    step = max(1, TABLE_SIZE // (num_agents * num_agents))
+    for start in range(0, num_envs, step):
+        part = slice(start, start + step)
+        slots[part] = nearest(loc_x[part], loc_y[part], in_game[part], num_neighbors)
+    return slots
+
+
+def nearest(loc_x, loc_y, in_game, num_neighbors):
+    """neighbors() for a slice of envs: the whole [env, agent, other] table of distances,
+    then each row's `num_neighbors` smallest, in order."""
+    num_agents = loc_x.shape[1]
     dx = loc_x[:, None, :] - loc_x[:, :, None]  # [env, agent, other]: other minus me
     dy = loc_y[:, None, :] - loc_y[:, :, None]
     away = (in_game[:, None, :] == 0) | np.eye(num_agents, dtype=bool)
     d2 = np.where(away, np.inf, distance2(dx, dy))
-    order = np.argsort(d2, axis=2, kind="stable")[:, :, :num_neighbors]
+    order = smallest_first(d2, num_neighbors)
     return np.where(np.take_along_axis(d2, order, axis=2) < np.inf, order, -1)
+
+
+def smallest_first(d2, k):
+    """The indices of each row's k smallest distances, smallest first and the lower index
+    first among equals: np.argsort(d2, kind="stable")[..., :k], without sorting whole rows.
+
+    A distance is a float32 of at least 0 (or infinity), and the bits of such floats, read
+    as integers, sort as the floats do. So one int64 per entry, its distance's bits above its
+    index, orders by distance and then by index, and no two are equal: argpartition finds
+    the k smallest of those keys (a pass over the row, not a sort), and only they are
+    sorted."""
+    keys = np.ascontiguousarray(d2, np.float32).view(np.int32).astype(np.int64)
+    keys <<= 32  # in place: the table is the largest array here
+    keys |= np.arange(d2.shape[-1], dtype=np.int64)
+    if k < d2.shape[-1]:
+        keys = np.partition(keys, k - 1, axis=-1)[..., :k]
+    return np.sort(keys, axis=-1)[..., :k] & 0xFFFFFFFF
 
 
 def gather(values, slots):
