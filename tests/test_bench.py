@@ -321,3 +321,22 @@ def test_a_wrong_thread_count_says_what_to_give(monkeypatch, setting):
     monkeypatch.setenv("WD_TEACH_CPU_THREADS", setting)
     with pytest.raises(BenchError, match="give a whole number of threads"):
         cpu_threads()
+
+
+def test_the_headline_script_runs_every_stage_and_writes_its_rows(tmp_path):
+    """bench/headline.sh at a toy size on the NumPy backend: every stage ends in time and
+    writes its JSON rows at 1,000 agents (on a GPU it runs 2,000 envs of them)."""
+    import os
+    import subprocess
+
+    repo = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "HEADLINE_ENVS": "2", "HEADLINE_BACKEND": "numpy",
+           "HEADLINE_BACKENDS": "numpy", "TRAIN_STEPS": "4"}
+    done = subprocess.run(["bash", str(repo / "bench" / "headline.sh"), str(tmp_path), "none"],
+                          cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for stage in ("env-agents", "env-both", "env-grid", "rollout", "train"):
+        assert f"{stage}: exit 0" in done.stdout, done.stdout
+        rows = json.loads((tmp_path / f"{stage}.json").read_text())["rows"]
+        assert rows and rows[-1]["num_agents"] == 1000, stage
+        assert all(row["env_steps_per_second"] > 0 for row in rows), stage

@@ -1,0 +1,58 @@
+#!/bin/bash
+# The seed's headline size in one GPU call: 2,000 envs of 1,000 agents of Tag (issue 34).
+# Each stage runs under its own time limit, and a stage that runs out of time prints where
+# every thread of its Python was (faulthandler), so a hang is named, not guessed. Run from
+# the repository root after `source .device/setup.sh` (or .gpu/setup.sh):
+#
+#     bash bench/headline.sh [OUT] [ANCHOR]      # OUT: results folder (default results/)
+#
+# Stages, in order: the env step alone at 100, 500 and 1,000 agents (where the time goes as
+# the game grows), then at 1,000 both games and both backends; the rollout; end-to-end
+# training (trainer.steps=TRAIN_STEPS, default 20, to fit one 80 GB GPU); WarpDrive 2.7.1's
+# own trainer at the same size (10 taggers + 990 runners), from ANCHOR (default
+# .device/anchor). Each writes OUT/<stage>.log and, where it measures, OUT/<stage>.json.
+set -u
+out="${1:-results}"
+anchor="${2:-.device/anchor}"
+envs="${HEADLINE_ENVS:-2000}"
+steps="${TRAIN_STEPS:-20}"
+one="${HEADLINE_BACKEND:-pycuda}"          # HEADLINE_BACKEND=numpy HEADLINE_BACKENDS=numpy
+both="${HEADLINE_BACKENDS:-pycuda,numba}"  # HEADLINE_ENVS=2: a smoke test on a CPU
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+
+stage() {  # stage NAME SECONDS python-args...: run, and dump the stacks before the limit
+  local name="$1" seconds="$2" start=$SECONDS
+  shift 2
+  echo "=== $name (limit ${seconds} s)"
+  timeout -k 10 "$seconds" python3 -X faulthandler -c "
+import faulthandler, runpy, sys
+faulthandler.dump_traceback_later($seconds - 8, exit=True)  # where it is, if it hangs
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name='__main__') if sys.argv[0].endswith('.py') \
+    else runpy.run_module(sys.argv[0], run_name='__main__', alter_sys=True)
+" "$@" >"$out/$name.log" 2>&1
+  echo "$name: exit $? after $((SECONDS - start)) s"
+  grep -E "env steps/s|^ROW|Error|Thread 0x|File \"" "$out/$name.log" | cut -c1-200 | head -25
+}
+
+bench() { echo wd_teach.cli bench "$@"; }
+# shellcheck disable=SC2046  # the words are meant to split
+stage env-agents 150 $(bench env --envs "$envs" --agents 110,500,1000 --backend "$one" \
+  --iterations 20 --out "$out/env-agents.json")
+stage env-both 150 $(bench env --envs "$envs" --agents 1000 --backend "$both" \
+  --iterations 20 --out "$out/env-both.json")
+stage env-grid 120 $(bench env --env tag_grid --envs "$envs" --agents 1000 \
+  --backend "$both" --iterations 20 --out "$out/env-grid.json")
+stage rollout 150 $(bench rollout --envs "$envs" --agents 1000 --backend "$one" \
+  --iterations 3 --set "trainer.steps=$steps" --out "$out/rollout.json")
+stage train 180 $(bench train --envs "$envs" --agents 1000 --backend "$one" \
+  --iterations 3 --set "trainer.steps=$steps" --out "$out/train.json")
+if [ -d "$anchor" ]; then  # WarpDrive into /tmp/site, as the anchor's run_warpdrive.sh does
+  [ -d /tmp/site/warp_drive ] || {
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$anchor"/*.whl
+    python3 -m pip install -q --no-index --no-deps --no-build-isolation --target /tmp/site \
+      "$anchor"/gym-0.26.2.tar.gz >/dev/null 2>&1
+  }
+  stage warpdrive 150 "$anchor/warpdrive_tag.py" pycuda "$envs" 10 990 100 3
+fi
