@@ -110,3 +110,20 @@ def test_pettingzoo_gives_each_role_its_action_space_and_refuses_what_lies_outsi
     with pytest.raises(EnvError, match="outside its role's action space Discrete\\(3\\)"):
         env.step({speaker: 4, listener: 0})
     parallel_api_test(PettingZooEnv(FewWords(), "numpy"), num_cycles=20)
+
+
+def test_torchrl_gives_each_role_its_action_spec_and_masks_a_mixed_group():
+    from torchrl.envs.utils import check_env_specs
+
+    from wd_teach.interop.torchrl import TorchRLEnv
+
+    by_role = TorchRLEnv(FewWords(), 4, "numpy")  # the env's roles: one group each
+    assert by_role.full_action_spec["speaker", "action"].space.n == WORDS
+    assert by_role.full_action_spec["listener", "action"].space.n == 5
+    check_env_specs(by_role)
+    mixed = TorchRLEnv(FewWords(), 4, "numpy", group_map={"both": [SPEAKER, LISTENER]})
+    spec = mixed.full_action_spec["both", "action"]
+    draws = torch.stack([spec.rand() for _ in range(200)])
+    assert int(draws[..., SPEAKER].max()) == WORDS - 1 and int(draws[..., LISTENER].max()) == 4
+    assert not spec.is_in(torch.tensor([[4, 0]] * 4))  # a word the speaker lacks
+    check_env_specs(mixed)

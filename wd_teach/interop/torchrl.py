@@ -102,7 +102,7 @@ class TorchRLEnv(EnvBase):
             observation[name] = Composite(
                 observation=_observation_spec(env.observation_space, lead, device), shape=lead)
             action[name] = Composite(
-                action=_action_spec(env.action_space, lead, device), shape=lead)
+                action=_group_action_spec(env, agents, lead, device), shape=lead)
             reward[name] = Composite(
                 reward=Unbounded((*lead, 1), dtype=torch.float32, device=device), shape=lead)
             done[name] = Composite({key: _flags((*lead, 1), device) for key in DONE_KEYS},
@@ -212,6 +212,29 @@ def _observation_spec(space: spaces.Box, lead: tuple, device):
                      for b in (space.low, space.high))
         return Bounded(low, high, shape, dtype=torch.float32, device=device)
     return Unbounded(shape, dtype=torch.float32, device=device)
+
+
+def _group_action_spec(env: Env, agents, lead: tuple, device):
+    """A group's action spec: its agents' space, or, where they are of roles that choose
+    from different ones (Env.role_action_spaces), the env's widest with a mask of each
+    agent's own choices (TorchRL's masked specs: rand() and is_in() honour it)."""
+    own = [env.action_space_of(agent) for agent in agents]
+    if all(space == own[0] for space in own):
+        return _action_spec(own[0], lead, device)
+    widest = env.action_space
+
+    def choices(space):
+        return [int(space.n)] if isinstance(space, spaces.Discrete) else list(map(int, space.nvec))
+
+    mask = torch.zeros((*lead, sum(choices(widest))), dtype=torch.bool, device=device)
+    for i, space in enumerate(own):
+        start = 0
+        for mine, width in zip(choices(space), choices(widest), strict=True):
+            mask[..., i, start:start + mine] = True
+            start += width
+    spec = _action_spec(widest, lead, device)
+    spec.update_mask(mask)
+    return spec
 
 
 def _action_spec(space: spaces.Space, lead: tuple, device):
