@@ -334,7 +334,7 @@ def test_the_headline_script_runs_every_stage_and_writes_its_rows(tmp_path):
            "HEADLINE_BACKENDS": "numpy", "TRAIN_STEPS": "4"}
     done = subprocess.run(["bash", str(repo / "bench" / "headline.sh"), str(tmp_path), "none"],
                           cwd=repo, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr  # the number of failed stages
     for stage in ("env-agents", "env-both", "env-grid", "rollout", "train"):
         assert f"{stage}: exit 0" in done.stdout, done.stdout
         rows = json.loads((tmp_path / f"{stage}.json").read_text())["rows"]

@@ -75,8 +75,9 @@ def test_a_role_with_its_own_choices_draws_random_actions_among_them():
 
 def test_evaluation_against_a_random_role_stays_in_its_space():
     trainer = Trainer(FewWords(), gpu=False, sets=SMALL)
-    result = trainer.evaluate(num_envs=8, random=["speaker"])
-    assert result.metrics  # the random speaker's game ran (a word out of range would not)
+    result = trainer.evaluate(num_envs=8, random=["speaker"], record=True)
+    said = result.frames["word"]  # env 0's word at every step (-1 before the first)
+    assert said.max() < WORDS and len(set(said[said >= 0].tolist())) > 1, said
 
 
 def test_one_policy_over_roles_with_different_action_spaces_is_refused():
@@ -91,6 +92,8 @@ def test_one_policy_over_roles_with_different_action_spaces_is_refused():
     (spaces.Discrete(7), "does not fit in the env's action_space"),
     (spaces.MultiDiscrete([2, 2]), "does not fit in the env's action_space"),
     (spaces.Box(-1, 1, (1,)), "does not fit in the env's action_space"),
+    (spaces.MultiDiscrete([3]), "does not fit in the env's action_space"),  # another kind
+    (spaces.Discrete(3, start=1), "does not fit in the env's action_space"),  # not from 0
 ])
 def test_a_role_space_that_does_not_fit_the_env_s_is_refused(space, message):
     with pytest.raises(EnvError, match=f"role 'speaker' has .*{message}"):
@@ -127,3 +130,12 @@ def test_torchrl_gives_each_role_its_action_spec_and_masks_a_mixed_group():
     assert int(draws[..., SPEAKER].max()) == WORDS - 1 and int(draws[..., LISTENER].max()) == 4
     assert not spec.is_in(torch.tensor([[4, 0]] * 4))  # a word the speaker lacks
     check_env_specs(mixed)
+
+
+def test_a_role_space_for_a_role_the_env_does_not_have_is_refused():
+    class Misnamed(SpeakerListener):
+        def role_action_spaces(self):
+            return {"speakers": spaces.Discrete(WORDS)}  # the role is "speaker"
+
+    with pytest.raises(EnvError, match=r"names roles that agent_roles\(\) does not: 'speakers'"):
+        Misnamed().action_space_of(SPEAKER)

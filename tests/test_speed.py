@@ -88,9 +88,10 @@ def test_episode_sums_of_a_whole_rollout_equal_the_step_by_step_sums():
         assert at_once.steps == stepwise.steps
 
 
-def test_the_collector_is_held_off_while_a_graph_records_and_restored_after():
-    """Graphed records inside no_collection (wd_teach/train/speed.py): dead objects are
-    collected first, none while recording, and the collector is as it was after."""
+def test_no_collection_holds_the_collector_off_and_restores_it_after():
+    """no_collection, inside which Graphed records (wd_teach/train/speed.py; the GPU twin in
+    tests/gpu/test_speed_gpu.py records through Graphed itself): dead objects are collected
+    first, none inside, and the collector is as it was after."""
     import gc
 
     from wd_teach.train.speed import no_collection

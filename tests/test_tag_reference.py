@@ -39,3 +39,5 @@ def test_smallest_first_orders_by_distance_then_index():
     d2 = np.array([[2.0, 1.0, 1.0, 0.0, np.inf, 1.0]], np.float32)
     np.testing.assert_array_equal(tag_reference.smallest_first(d2, 4), [[3, 1, 2, 5]])
     np.testing.assert_array_equal(tag_reference.smallest_first(d2, 6), [[3, 1, 2, 5, 0, 4]])
+    with pytest.raises(TypeError, match="float32"):
+        tag_reference.smallest_first(d2.astype(np.float64), 4)

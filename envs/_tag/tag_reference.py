@@ -79,7 +79,10 @@ def smallest_first(d2, k):
     index, orders by distance and then by index, and no two are equal: argpartition finds
     the k smallest of those keys (a pass over the row, not a sort), and only they are
     sorted."""
-    keys = np.ascontiguousarray(d2, np.float32).view(np.int32).astype(np.int64)
+    if d2.dtype != np.float32:  # another width's bits would not be these keys' order
+        raise TypeError(f"smallest_first takes float32 distances, as the kernels make, not "
+                        f"{d2.dtype}.")
+    keys = np.ascontiguousarray(d2).view(np.int32).astype(np.int64)
     keys <<= 32  # in place: the table is the largest array here
     keys |= np.arange(d2.shape[-1], dtype=np.int64)
     if k < d2.shape[-1]:

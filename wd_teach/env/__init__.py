@@ -110,6 +110,11 @@ def require_positive(config, *names: str) -> None:
         require(value > 0, f"{name} must be positive, got {value}.")
 
 
+def action_counts(space: spaces.Space) -> list[int]:
+    """The choices of each head of a categorical space: [n] for Discrete(n), the nvec of a
+    MultiDiscrete."""
+    return [int(space.n)] if isinstance(space, spaces.Discrete) else [int(n) for n in space.nvec]
+
 @dataclass(frozen=True)
 class StateArray:
     """One array of an env's initial state, and how the store keeps it. `allow_nonfinite`:
@@ -307,8 +312,13 @@ class Env:
     def action_space_of(self, agent: int) -> spaces.Space:
         """What agent `agent` chooses from: its role's space (role_action_spaces), checked
         to fit in action_space, or the env's."""
-        own = self.role_action_spaces()
-        for role, members in self.agent_roles().items():
+        own, roles = self.role_action_spaces(), self.agent_roles()
+        unknown = sorted(set(own) - set(roles))
+        if unknown:
+            raise EnvError(f"{type(self).__name__}.role_action_spaces names roles that "
+                           f"agent_roles() does not: {', '.join(map(repr, unknown))} (its roles: "
+                           f"{', '.join(map(repr, roles)) or 'none'}).")
+        for role, members in roles.items():
             if role in own and agent in members:
                 return self._checked_role_action_space(role, own[role])
         return self.action_space
@@ -338,17 +348,17 @@ class Env:
             raise EnvError(f"{type(self).__name__}.role_action_spaces: roles may have their own "
                            f"action spaces only where actions are categorical (Discrete or "
                            f"MultiDiscrete); this env's are {env_space}.")
-        def counts(s):  # choices of each head
-            return [int(s.n)] if isinstance(s, spaces.Discrete) else [int(n) for n in s.nvec]
-
-        if (not isinstance(space, (spaces.Discrete, spaces.MultiDiscrete))
-                or len(counts(space)) != len(counts(env_space))
-                or any(mine > widest for mine, widest in zip(counts(space), counts(env_space),
+        if (type(space) is not type(env_space)
+                or len(action_counts(space)) != len(action_counts(env_space))
+                or np.any(np.asarray(space.start) != 0)
+                or any(mine > widest for mine, widest in zip(action_counts(space),
+                                                             action_counts(env_space),
                                                              strict=True))):
             raise EnvError(f"{type(self).__name__}.role_action_spaces: role {role!r} has "
                            f"{space}, which does not fit in the env's action_space "
-                           f"{env_space}: give it as many heads, none with more choices "
-                           f"(action_space is the widest role's).")
+                           f"{env_space}: give it the same kind of space with as many heads, "
+                           f"each starting at 0 and none with more choices (action_space is "
+                           f"the widest role's).")
         return space
 
     def agents_in_game(self, store):

@@ -106,8 +106,9 @@ class PettingZooEnv(ParallelEnv):
         it: (observations, infos)."""
         if seed is not None:
             reseed(self.wrapper, seed)  # checks it first, with our words
-            for space in {id(s): s for s in self._action_spaces.values()}.values():
-                space.seed(int(seed))  # sample() draws again as from this seed
+            distinct = {id(s): s for s in self._action_spaces.values()}.values()
+            for i, space in enumerate(distinct):  # sample() draws again as from this seed
+                space.seed(int(seed) + i)  # (each space its own stream)
         self.wrapper.reset()
         self.agents = list(self.possible_agents)
         obs = self._observations()

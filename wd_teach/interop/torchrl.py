@@ -42,7 +42,7 @@ import torch
 from gymnasium import spaces
 
 from wd_teach import backends
-from wd_teach.env import ACTIONS, DONE, Env
+from wd_teach.env import ACTIONS, DONE, Env, action_counts
 from wd_teach.env.wrapper import EnvWrapper
 from wd_teach.errors import EnvError
 from wd_teach.interop.wrapped import (
@@ -217,19 +217,16 @@ def _observation_spec(space: spaces.Box, lead: tuple, device):
 def _group_action_spec(env: Env, agents, lead: tuple, device):
     """A group's action spec: its agents' space, or, where they are of roles that choose
     from different ones (Env.role_action_spaces), the env's widest with a mask of each
-    agent's own choices (TorchRL's masked specs: rand() and is_in() honour it)."""
+    agent's own choices (TorchRL's masked specs: rand() and is_in() honour it; step() checks
+    actions against the env's widest range only, as the kernels need)."""
     own = [env.action_space_of(agent) for agent in agents]
     if all(space == own[0] for space in own):
         return _action_spec(own[0], lead, device)
     widest = env.action_space
-
-    def choices(space):
-        return [int(space.n)] if isinstance(space, spaces.Discrete) else list(map(int, space.nvec))
-
-    mask = torch.zeros((*lead, sum(choices(widest))), dtype=torch.bool, device=device)
+    mask = torch.zeros((*lead, sum(action_counts(widest))), dtype=torch.bool, device=device)
     for i, space in enumerate(own):
         start = 0
-        for mine, width in zip(choices(space), choices(widest), strict=True):
+        for mine, width in zip(action_counts(space), action_counts(widest), strict=True):
             mask[..., i, start:start + mine] = True
             start += width
     spec = _action_spec(widest, lead, device)

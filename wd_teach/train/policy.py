@@ -32,6 +32,7 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
+from wd_teach.env import action_counts
 from wd_teach.errors import ConfigError
 from wd_teach.train.groups import AgentGroup, agent_groups  # noqa: F401 (their old home)
 
@@ -238,11 +239,6 @@ class OUNoise:
     def reset(self, done: torch.Tensor) -> None:
         """done: [envs] bool."""
         self.state.mul_((~done).to(self.state.dtype).view(-1, *([1] * (self.state.dim() - 1))))
-
-
-def action_counts(space: spaces.Space) -> list[int]:
-    """The actions of each head of a discrete space."""
-    return [int(space.n)] if isinstance(space, spaces.Discrete) else [int(n) for n in space.nvec]
 
 
 #: The classes make_policy makes: (discrete, continuous, deterministic); the fast floor's

@@ -63,7 +63,9 @@ def no_collection():
     resources (an earlier trainer's CUDA graph, a kernel module, a stream) calls the
     driver in a way that a recording stream forbids: the recording is then invalidated and
     fails later, at some unrelated operation ("operation failed due to a previous error
-    during capture"). Held off, they are freed after the recording instead."""
+    during capture"). Held off, they wait for the next collection after the recording. (An
+    object freed because its last reference goes, not by the collector, is freed at once:
+    a recorded function must not drop the last reference to such an object.)"""
     gc.collect()
     was_enabled = gc.isenabled()
     gc.disable()
@@ -101,10 +103,11 @@ class Graphed:
             self._warm = True
             return self._on_stream(self.fn)
         if self.graph is None:
-            self.graph = torch.cuda.CUDAGraph()
-            with no_collection(), torch.cuda.graph(self.graph, stream=self.stream,
+            graph = torch.cuda.CUDAGraph()
+            with no_collection(), torch.cuda.graph(graph, stream=self.stream,
                                                    capture_error_mode="thread_local"):
                 self.result = self.fn()
+            self.graph = graph  # only a recording that ended well is replayed
         self.graph.replay()
         self.replays += 1
         return self.result

@@ -215,7 +215,8 @@ class Trainer:
         for group in self.groups:
             spec = c.policies[group.name]
             policy = make_policy(can.policy, group.obs_size,
-                                 group.action_space or self.env.action_space,
+                                 self.env.action_space if group.action_space is None
+                                 else group.action_space,
                                  spec.hidden, shared=spec.shared, activation=spec.activation,
                                  classes=classes, state_size=state_size).to(self.device)
             if spec.load is not None:  # the group's weights from another run
