@@ -139,3 +139,16 @@ def test_a_role_space_for_a_role_the_env_does_not_have_is_refused():
 
     with pytest.raises(EnvError, match=r"names roles that agent_roles\(\) does not: 'speakers'"):
         Misnamed().action_space_of(SPEAKER)
+
+
+def test_lightning_trains_roles_with_their_own_action_spaces_as_the_plain_trainer(tmp_path):
+    from wd_teach.train.lightning import TrainingModule, make_lightning_trainer
+
+    module = TrainingModule(FewWords(), gpu=False, sets=SMALL)
+    make_lightning_trainer(module, 2, out=tmp_path, progress=False).fit(module)
+    plain = Trainer(FewWords(), gpu=False, sets=SMALL)
+    plain.train(2, progress=False)
+    for name in ("speaker", "listener"):
+        for want, got in zip(plain.policies[name].parameters(),
+                             module.run.policies[name].parameters(), strict=True):
+            assert torch.equal(want, got), name
