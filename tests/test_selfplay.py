@@ -164,3 +164,22 @@ def test_the_selfplay_bench_scores_both_kinds_over_the_same_seeds(tmp_path, benc
             assert difference["per_seed"][seed] == pytest.approx(
                 pool["per_seed"][seed] - current["per_seed"][seed])
         assert difference["verdict"]
+
+
+def test_each_play_puts_back_the_weights_of_that_moment():
+    """The current weights wait in one buffer, reused from play to play: after each rollout
+    a snapshot played, the weights of that moment come back, not an earlier play's."""
+    from wd_teach.train.selfplay import SnapshotPool
+
+    policy = torch.nn.Linear(3, 2)
+    pool = SnapshotPool(policy, size=2, every=1, play_share=1.0, seed=0)
+    pool.after_iteration(1)
+    for _ in range(3):
+        with torch.no_grad():
+            policy.weight.add_(1.0)  # an update since the last rollout
+        now = [t.clone() for t in policy.state_dict().values()]
+        assert pool.play()
+        assert not torch.equal(policy.weight, now[0])  # the snapshot is in place
+        pool.restore()
+        assert all(torch.equal(a, b) for a, b in zip(policy.state_dict().values(), now,
+                                                      strict=True))

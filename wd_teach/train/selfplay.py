@@ -43,7 +43,8 @@ class SnapshotPool:
         self.policy, self.size, self.every, self.play_share = policy, size, every, play_share
         self.snapshots: list[list[torch.Tensor]] = []
         self.generator = torch.Generator().manual_seed(seed)
-        self._current: list[torch.Tensor] | None = None
+        self._current: list[torch.Tensor] | None = None  # set while a snapshot plays
+        self._saved: list[torch.Tensor] | None = None  # where they wait: made once, reused
 
     def _tensors(self) -> list[torch.Tensor]:
         return list(self.policy.state_dict().values())  # weights and buffers, in place
@@ -66,7 +67,12 @@ class SnapshotPool:
         if torch.rand((), generator=self.generator).item() >= self.play_share:
             return False
         which = int(torch.randint(len(self.snapshots), (), generator=self.generator))
-        self._current = [t.detach().clone() for t in self._tensors()]
+        if self._saved is None:
+            self._saved = [t.detach().clone() for t in self._tensors()]
+        else:
+            for saved, tensor in zip(self._saved, self._tensors(), strict=True):
+                saved.copy_(tensor)
+        self._current = self._saved
         for tensor, snapshot in zip(self._tensors(), self.snapshots[which], strict=True):
             tensor.copy_(snapshot)
         return True
