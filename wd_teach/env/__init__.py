@@ -115,6 +115,7 @@ def action_counts(space: spaces.Space) -> list[int]:
     MultiDiscrete."""
     return [int(space.n)] if isinstance(space, spaces.Discrete) else [int(n) for n in space.nvec]
 
+
 @dataclass(frozen=True)
 class StateArray:
     """One array of an env's initial state, and how the store keeps it. `allow_nonfinite`:
@@ -270,13 +271,17 @@ class Env:
         network's input is its role's size, with no padding (obs_size_of)."""
         return {}
 
+    def _role_of(self, agent: int, among) -> str | None:
+        """The first role of agent_roles() that holds `agent` and is a key of `among` (a
+        role_*_spaces() dict); None if none is."""
+        return next((role for role, members in self.agent_roles().items()
+                     if role in among and agent in members), None)
+
     def observation_space_of(self, agent: int) -> spaces.Box:
         """What agent `agent` sees: its role's space (role_observation_spaces), or the env's."""
         own = self.role_observation_spaces()
-        for role, members in self.agent_roles().items():
-            if role in own and agent in members:
-                return own[role]
-        return self.observation_space
+        role = self._role_of(agent, own)
+        return self.observation_space if role is None else own[role]
 
     def obs_size_of(self, agents) -> int:
         """The observation size of a policy acting for `agents` (agent indices): their role's
@@ -285,12 +290,10 @@ class Env:
         own = self.role_observation_spaces()
         if not own:
             return self.obs_size
-        roles = self.agent_roles()
         sizes = {}
         for agent in agents:
             size = int(np.prod(self.observation_space_of(agent).shape))
-            role = next((r for r, members in roles.items() if agent in members), "no role")
-            sizes.setdefault(size, role)
+            sizes.setdefault(size, self._role_of(agent, self.agent_roles()) or "no role")
         if len(sizes) > 1:
             shown = ", ".join(f"{role} {size}" for size, role in sizes.items())
             raise EnvError(f"these agents are of roles that see different observation sizes "
@@ -318,10 +321,9 @@ class Env:
             raise EnvError(f"{type(self).__name__}.role_action_spaces names roles that "
                            f"agent_roles() does not: {', '.join(map(repr, unknown))} (its roles: "
                            f"{', '.join(map(repr, roles)) or 'none'}).")
-        for role, members in roles.items():
-            if role in own and agent in members:
-                return self._checked_role_action_space(role, own[role])
-        return self.action_space
+        role = self._role_of(agent, own)
+        return self.action_space if role is None else self._checked_role_action_space(role,
+                                                                                      own[role])
 
     def action_space_of_agents(self, agents) -> spaces.Space:
         """The action space of a policy acting for `agents`: their role's, or the env's.
@@ -329,13 +331,11 @@ class Env:
         with an EnvError."""
         if not self.role_action_spaces():
             return self.action_space
-        roles = self.agent_roles()
-        found: dict[str, spaces.Space] = {}
+        found: dict[str, spaces.Space] = {}  # role -> space, one role per distinct space
         for agent in agents:
             space = self.action_space_of(agent)
-            role = next((r for r, members in roles.items() if agent in members), "no role")
             if all(space != other for other in found.values()):
-                found[role] = space
+                found[self._role_of(agent, self.agent_roles()) or "no role"] = space
         if len(found) > 1:
             shown = ", ".join(f"{role} {space}" for role, space in found.items())
             raise EnvError(f"these agents are of roles that choose from different action "

@@ -94,6 +94,9 @@ class CategoricalActing(Acting):
         else:
             self.sampler = ReferenceSampler(self.store, counts, seed=seed)
         self.heads, self.counts = len(counts), counts
+        # where a group's role chooses from fewer actions (Env.role_action_spaces): its own
+        self.own_counts = {g.name: action_counts(g.action_space) for g in groups
+                           if g.action_space is not None}
         self.logits: list[torch.Tensor] = []
 
     def action_width(self) -> int:
@@ -118,9 +121,9 @@ class CategoricalActing(Acting):
         """A group's probabilities laid out as the sampler's heads: where its role chooses
         from fewer actions (Env.role_action_spaces), the ones it lacks get probability 0
         (the sampler never draws an action of probability 0). Else `probs` itself."""
-        if group.action_space is None:
+        own = self.own_counts.get(group.name)
+        if own is None:
             return probs
-        own = action_counts(group.action_space)
         heads = probs.split(own, dim=-1)
         return torch.cat([nn.functional.pad(head, (0, widest - mine))
                           for head, mine, widest in zip(heads, own, self.counts, strict=True)],
