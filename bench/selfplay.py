@@ -34,6 +34,7 @@ import torch
 import wd_teach
 from wd_teach.lessons.sizes import lesson_sizes
 from wd_teach.train.intervals import iqm_interval
+from wd_teach.train.selfplay_results import FORMAT
 from wd_teach.train.trainer import Trainer
 
 KINDS = ("current", "pool")
@@ -131,7 +132,7 @@ def main(argv=None) -> dict:
         print(f"  against {measure:15s} pool - current: {found}: {verdict(found)}")
 
     device = torch.cuda.get_device_name(0) if gpu else f"CPU ({platform.processor() or 'cpu'})"
-    result = {"benchmark": "selfplay", "device": device, "torch": torch.__version__,
+    result = {"format": FORMAT, "benchmark": "selfplay", "device": device, "torch": torch.__version__,
               "wd_teach": wd_teach.__version__, "backend": judge.backend,
               "sizes": args.sizes, "seeds": seeds, "iterations": judge.config.trainer.iterations,
               "envs": judge.config.env.num_envs, "eval_envs": eval_envs,

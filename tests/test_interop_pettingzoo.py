@@ -63,16 +63,20 @@ def test_agents_are_named_by_role_with_one_gymnasium_space_each():
     assert all(env.observation_space(a).contains(o) for a, o in obs.items())
 
 
-def play_beside_the_wrapper(name, backend, seed=5, steps=40):
+def play_beside_the_wrapper(name, backend, seed=5, episode_length=40):
     """Play a game through the ParallelEnv and the same game through an EnvWrapper of one
-    env, same seed and actions; compare every step. Returns who left before the end."""
-    ours = PettingZooEnv(small(name), backend, seed=seed)
-    theirs = EnvWrapper(small(name), 1, backend, seed=seed, auto_reset=False)
+    env, same seed and actions; compare every step. Returns who left before the end.
+
+    The random actions come from torch's generator on the store's device, and the CPU's and
+    the GPU's streams differ: 40 steps on a crowded field are long enough that runners are
+    tagged under either (12 were not, for seed 5 on a GPU)."""
+    ours = PettingZooEnv(small(name, episode_length), backend, seed=seed)
+    theirs = EnvWrapper(small(name, episode_length), 1, backend, seed=seed, auto_reset=False)
     rows = {agent: row for row, agent in enumerate(ours.possible_agents)}
     obs, _ = ours.reset()
     theirs.reset()
     left_early = []
-    for _ in range(steps):
+    for _ in range(episode_length + 1):
         want_obs = theirs.obs[0].cpu().numpy()
         for agent, value in obs.items():
             size = ours.observation_space(agent).shape[0]  # its role's columns

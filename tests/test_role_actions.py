@@ -56,7 +56,7 @@ def test_a_role_with_fewer_choices_has_a_policy_of_its_size_and_never_draws_the_
     # The sampler's row of the speaker: its three words' probabilities, then zeros.
     probs = trainer.rollout.acting.sampler.probs[:, SPEAKER]
     assert not probs[:, WORDS:].any()
-    torch.testing.assert_close(probs[:, :WORDS].sum(-1), torch.ones(16))
+    torch.testing.assert_close(probs[:, :WORDS].sum(-1), torch.ones(16, device=probs.device))
 
 
 def test_a_role_with_its_own_choices_draws_random_actions_among_them():
