@@ -132,8 +132,9 @@ def main(argv=None) -> dict:
         print(f"  against {measure:15s} pool - current: {found}: {verdict(found)}")
 
     device = torch.cuda.get_device_name(0) if gpu else f"CPU ({platform.processor() or 'cpu'})"
-    result = {"format": FORMAT, "benchmark": "selfplay", "device": device, "torch": torch.__version__,
-              "wd_teach": wd_teach.__version__, "backend": judge.backend,
+    result = {"format": FORMAT, "benchmark": "selfplay", "device": device,
+              "torch": torch.__version__, "wd_teach": wd_teach.__version__,
+              "backend": judge.backend,
               "sizes": args.sizes, "seeds": seeds, "iterations": judge.config.trainer.iterations,
               "envs": judge.config.env.num_envs, "eval_envs": eval_envs,
               "game": judge.config.env.params, "pool": args.pool,
