@@ -10,7 +10,12 @@ from wd_teach.device import BACKENDS as KERNEL_BACKENDS
 pytest.importorskip("pettingzoo", reason='PettingZoo is an extra: pip install -e '
                     '".[pettingzoo]" (the dev extra has it)')
 from pettingzoo.test import parallel_api_test  # noqa: E402
-from test_interop_pettingzoo import MULTI_AGENT, play_beside_the_wrapper, small  # noqa: E402
+from test_interop_pettingzoo import (  # noqa: E402
+    CROWDED,
+    MULTI_AGENT,
+    play_beside_the_wrapper,
+    small,
+)
 
 from wd_teach.interop.pettingzoo import PettingZooEnv  # noqa: E402
 
@@ -28,4 +33,7 @@ def test_pettingzoo_parallel_api_test_passes_on_the_gpu(name, backend, recwarn):
 @pytest.mark.parametrize("name", MULTI_AGENT)
 def test_a_game_through_pettingzoo_is_the_wrappers_game_on_the_gpu(name, backend):
     left_early = play_beside_the_wrapper(name, backend)
-    assert left_early, "the crowded game tags runners before time is up"
+    if name in CROWDED:  # the crowded games tag runners before time is up
+        assert left_early and all(a.startswith("runner") for a in left_early), left_early
+    else:  # the others keep every agent to the end
+        assert left_early == []
