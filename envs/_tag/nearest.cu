@@ -1,0 +1,200 @@
+// nearest.cu: the nearest-neighbour search of the Tag games by itself, two ways, so that
+// they can be held equal and timed apart (issue 34: the seed's 2,000 envs of 1,000 agents).
+//
+//   tag_nearest_tiles  what the observe kernels do today (tag_find_nearest in tag.cuh):
+//                      every agent compares itself with every other, staged through
+//                      shared-memory tiles. 999 pairs an agent at 1,000 agents.
+//   tag_nearest_grid   speed only; it replaces tag_find_nearest for big games. The block
+//                      sorts its env's agents into a grid_side x grid_side grid of cells in
+//                      shared memory (a counting sort), and each agent searches the cells
+//                      around its own, ring by ring, until nothing outside can be nearer
+//                      than its last slot: a few dozen pairs an agent, not 999.
+//
+// Both write nearest[env, agent, k] (-1: no one): the same slots as tag_reference.neighbors,
+// nearest first and the lower index first among equals, bit for bit. The Numba twin, line
+// for line, is nearest_numba.py; envs/_tag/nearest.py launches either and checks its input.
+//
+// Why the grid: measured on an H200 (bench/NOTES.md, "The seed's headline size"), the step at
+// 2,000 x 1,000 takes 9.1 ms, ten times what the instruction count of 999 pairs an agent
+// predicts. The insertion into the sorted slots is where it goes: one lane of a warp that
+// inserts makes the whole warp wait through the 16 unrolled slots, and in a warp of 32
+// agents some lane inserts at about 540 of the 1,000 others (worked out with random
+// positions). The grid cuts both: fewer pairs, and so fewer insertions.
+#include "tag.cuh"
+
+#define TAG_GRID_MAX_AGENTS 2048  // the most agents of one env the grid holds
+#define TAG_GRID_MAX_SIDE 32      // the most cells along a side: 1,024 cells
+
+// One thread per agent: its num_nearest nearest by tag_find_nearest, written out.
+extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
+    tag_nearest_tiles(const float* loc_x, const float* loc_y, const int* in_game, int* nearest,
+                      int num_agents, int num_nearest) {
+  __shared__ float tile_x[TAG_TILE];
+  __shared__ float tile_y[TAG_TILE];
+  __shared__ int tile_in[TAG_TILE];
+  int found[TAG_MAX_NEAREST];
+  const int env = wd_env_id();
+  const int agent = wd_agent_id();
+  const bool active = agent < num_agents;
+  tag_find_nearest(loc_x, loc_y, in_game, env, agent, active, num_agents, num_nearest, tile_x,
+                   tile_y, tile_in, found);
+  if (!active) return;
+  int* out = nearest + (long long)wd_slot(env, agent, num_agents) * num_nearest;
+#pragma unroll
+  for (int k = 0; k < TAG_MAX_NEAREST; ++k) {
+    if (k < num_nearest) out[k] = found[k];
+  }
+}
+
+// The grid meets agents cell by cell, not in index order, so a tie must be settled by index
+// here (tag_keep_nearest keeps the first of equals because its agents come in index order).
+// One 64-bit key per agent does both, as tag_reference.smallest_first does: the distance's
+// bits above the agent's index. A distance is a float of at least 0, whose bits, read as an
+// unsigned integer, order as the floats do; so keys order by distance, then by index.
+#define TAG_NO_ONE 0xFFFFFFFFFFFFFFFFull  // an empty slot: after every key
+
+__device__ __forceinline__ unsigned long long tag_key(float d2, int other) {
+  return ((unsigned long long)__float_as_uint(d2) << 32) | (unsigned int)other;
+}
+
+// tag_keep_nearest with keys: the newcomer takes the first slot with a larger key, and from
+// there each slot takes the one before it. Returns the key now in the last slot.
+__device__ __forceinline__ unsigned long long tag_keep_nearest_keys(unsigned long long key,
+                                                                    unsigned long long* best,
+                                                                    int num_nearest) {
+  bool moving = false;
+  unsigned long long last = key;
+#pragma unroll
+  for (int k = 0; k < TAG_MAX_NEAREST; ++k) {
+    if (k < num_nearest && (moving || key < best[k])) {
+      const unsigned long long b = best[k];
+      best[k] = key;
+      key = b;
+      moving = true;
+    }
+    // k + 1 == num_nearest, not k == num_nearest - 1: the other way round nvcc turns the
+    // test into a load of best[num_nearest - 1], an index known only at run time, and
+    // keeps best[] in local memory (measured with -Xptxas -v: a 128-byte stack frame).
+    if (k + 1 == num_nearest) last = best[k];
+  }
+  return last;
+}
+
+// The cell, along one side, of a coordinate: cells_per_unit cells to a unit of length, the
+// field's far edge (and anything rounded past it) in the last cell.
+__device__ __forceinline__ int tag_cell_of(float v, float cells_per_unit, int grid_side) {
+  return min(max((int)(v * cells_per_unit), 0), grid_side - 1);
+}
+
+__device__ __forceinline__ int tag_cell_index(float x, float y, float cells_per_unit,
+                                              int grid_side) {
+  return tag_cell_of(y, cells_per_unit, grid_side) * grid_side +
+         tag_cell_of(x, cells_per_unit, grid_side);
+}
+
+// One thread per agent, every block of an env building the env's whole grid.
+extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
+    tag_nearest_grid(const float* loc_x, const float* loc_y, const int* in_game, int* nearest,
+                     int num_agents, int num_nearest, int grid_side, float field_size) {
+  __shared__ float sorted_x[TAG_GRID_MAX_AGENTS];  // the env's agents in the game, by cell
+  __shared__ float sorted_y[TAG_GRID_MAX_AGENTS];
+  __shared__ int sorted_agent[TAG_GRID_MAX_AGENTS];
+  __shared__ int cell_start[TAG_GRID_MAX_SIDE * TAG_GRID_MAX_SIDE + 1];
+  __shared__ int cell_next[TAG_GRID_MAX_SIDE * TAG_GRID_MAX_SIDE];
+  const int env = wd_env_id();
+  const int agent = wd_agent_id();
+  const int cells = grid_side * grid_side;
+  const float cells_per_unit = grid_side / field_size;
+
+  // 1. Count the agents in the game in each cell.
+  for (int c = threadIdx.x; c < cells; c += blockDim.x) cell_next[c] = 0;
+  __syncthreads();
+  for (int a = threadIdx.x; a < num_agents; a += blockDim.x) {
+    const int j = wd_slot(env, a, num_agents);
+    if (in_game[j] == 0) continue;
+    atomicAdd(&cell_next[tag_cell_index(loc_x[j], loc_y[j], cells_per_unit, grid_side)], 1);
+  }
+  __syncthreads();
+  // 2. Where each cell's agents start: the running sum of the counts before it (one thread
+  //    walks at most 1,024 cells), and each cell's next free place is its start.
+  if (threadIdx.x == 0) {
+    int sum = 0;
+    for (int c = 0; c < cells; ++c) {
+      const int count = cell_next[c];
+      cell_start[c] = sum;
+      cell_next[c] = sum;
+      sum += count;
+    }
+    cell_start[cells] = sum;
+  }
+  __syncthreads();
+  // 3. Each agent in the game into its cell's next free place (within a cell in any order).
+  for (int a = threadIdx.x; a < num_agents; a += blockDim.x) {
+    const int j = wd_slot(env, a, num_agents);
+    if (in_game[j] == 0) continue;
+    const int c = tag_cell_index(loc_x[j], loc_y[j], cells_per_unit, grid_side);
+    const int at = atomicAdd(&cell_next[c], 1);
+    sorted_x[at] = loc_x[j];
+    sorted_y[at] = loc_y[j];
+    sorted_agent[at] = a;
+  }
+  __syncthreads();
+  if (agent >= num_agents) return;
+
+  // 4. Search ring by ring: ring r is the cells r away from mine (in the larger of the two
+  //    directions), ring 0 my own cell.
+  const int i = wd_slot(env, agent, num_agents);
+  const float my_x = loc_x[i];
+  const float my_y = loc_y[i];
+  const int cx = tag_cell_of(my_x, cells_per_unit, grid_side);
+  const int cy = tag_cell_of(my_y, cells_per_unit, grid_side);
+  const float cell = field_size / grid_side;
+  // Rounding may put an agent in the cell next to its own; it is then less than this far
+  // over the line, so the stopping test below stays short of the line by this much.
+  const float slack = 1e-4f * cell;
+  unsigned long long best[TAG_MAX_NEAREST];  // in registers: see tag_keep_nearest
+#pragma unroll
+  for (int k = 0; k < TAG_MAX_NEAREST; ++k) best[k] = TAG_NO_ONE;
+  unsigned long long last = TAG_NO_ONE;  // the key in the last slot
+  for (int r = 0; r < grid_side; ++r) {
+    // The ring's cells in one walk, each once: its 8r cells (1 for r = 0) as four sides of
+    // 2r, clockwise from its top left corner; those off the field are passed over.
+    const int ring = r == 0 ? 1 : 8 * r;
+    for (int t = 0; t < ring; ++t) {
+      const int side = r == 0 ? 0 : t / (2 * r);
+      const int along = r == 0 ? 0 : t % (2 * r);
+      const int gx = side == 0 ? cx - r + along : side == 1 ? cx + r
+                   : side == 2 ? cx + r - along : cx - r;
+      const int gy = side == 0 ? cy - r : side == 1 ? cy - r + along
+                   : side == 2 ? cy + r : cy + r - along;
+      if (gx < 0 || gx >= grid_side || gy < 0 || gy >= grid_side) continue;
+      const int c = gy * grid_side + gx;
+      for (int s = cell_start[c]; s < cell_start[c + 1]; ++s) {
+        const int other = sorted_agent[s];
+        if (other == agent) continue;
+        const unsigned long long key =
+            tag_key(tag_distance2(sorted_x[s] - my_x, sorted_y[s] - my_y), other);
+        if (key < last) last = tag_keep_nearest_keys(key, best, num_nearest);
+      }
+    }
+    // Done when every slot is full and nothing outside the square of rings searched can
+    // come before the last: all of it is at least `margin` from me (infinity where the
+    // square reaches the field's edge on every side: everything has been searched).
+    if (last != TAG_NO_ONE) {
+      float margin = INFINITY;
+      if (cx - r > 0) margin = fminf(margin, my_x - (cx - r) * cell);
+      if (cx + r < grid_side - 1) margin = fminf(margin, (cx + r + 1) * cell - my_x);
+      if (cy - r > 0) margin = fminf(margin, my_y - (cy - r) * cell);
+      if (cy + r < grid_side - 1) margin = fminf(margin, (cy + r + 1) * cell - my_y);
+      margin -= slack;
+      // 0.999: a distance's own rounding, by far less, cannot turn the test.
+      const float last_d2 = __uint_as_float((unsigned int)(last >> 32));
+      if (margin > 0.0f && last_d2 < 0.999f * margin * margin) break;
+    }
+  }
+  int* out = nearest + (long long)i * num_nearest;
+#pragma unroll
+  for (int k = 0; k < TAG_MAX_NEAREST; ++k) {
+    if (k < num_nearest) out[k] = best[k] == TAG_NO_ONE ? -1 : (int)(best[k] & 0xFFFFFFFFu);
+  }
+}

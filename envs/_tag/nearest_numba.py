@@ -1,0 +1,223 @@
+"""The nearest-neighbour search of the Tag games by itself, two ways, in Numba: the twin of
+envs/_tag/nearest.cu, line for line (that file says why there are two, and what the grid
+is for). Both write nearest[env, agent, k] (-1: no one), the slots of
+tag_reference.neighbors, bit for bit.
+
+Numba has no __float_as_uint; libdevice's float_as_int gives the same bits (and int_as_float
+turns them back) (as an int32, of
+a distance of at least 0, so never negative). On the simulator there is no libdevice, and
+NumPy reads the bits instead. Every integer that meets a key is made a uint64 first: Numba
+turns uint64 mixed with a signed integer into a float64.
+"""
+
+import numpy as np
+from numba import cuda, float32, int32, uint64
+
+from wd_teach.env import agent_id, env_id, simulator_on
+from wd_teach_envs._tag.tag_numba import (
+    MAX_NEAREST,
+    TILE,
+    distance2,
+    find_nearest,
+    observe_kernel,
+)
+
+GRID_MAX_AGENTS = 2048  # the most agents of one env the grid holds
+GRID_MAX_SIDE = 32  # the most cells along a side: 1,024 cells
+NO_ONE = np.uint64(0xFFFFFFFFFFFFFFFF)  # an empty slot: after every key
+LOW_BITS = np.uint64(0xFFFFFFFF)
+SHIFT = np.uint64(32)
+
+if simulator_on():
+
+    @cuda.jit(device=True)
+    def float_bits(x):
+        """The bits of float32 x, as an integer."""
+        return np.float32(x).view(np.int32)
+
+    @cuda.jit(device=True)
+    def bits_float(i):
+        """The float32 whose bits are int32 i."""
+        return np.int32(i).view(np.float32)
+
+else:
+    from numba.cuda import libdevice
+
+    @cuda.jit(device=True)
+    def float_bits(x):
+        """The bits of float32 x, as an integer."""
+        return libdevice.float_as_int(x)
+
+    @cuda.jit(device=True)
+    def bits_float(i):
+        """The float32 whose bits are int32 i."""
+        return libdevice.int_as_float(i)
+
+
+@observe_kernel
+def tag_nearest_tiles(loc_x, loc_y, in_game, nearest, num_agents, num_nearest):
+    """One thread per agent: its num_nearest nearest by find_nearest, written out."""
+    tile_x = cuda.shared.array(TILE, float32)
+    tile_y = cuda.shared.array(TILE, float32)
+    tile_in = cuda.shared.array(TILE, int32)
+    found = cuda.local.array(MAX_NEAREST, int32)
+    env = env_id()
+    agent = agent_id()
+    active = agent < num_agents
+    find_nearest(loc_x, loc_y, in_game, env, agent, active, num_agents, num_nearest, tile_x,
+                 tile_y, tile_in, found)
+    if not active:
+        return
+    for k in range(MAX_NEAREST):
+        if k < num_nearest:
+            nearest[env, agent, k] = found[k]
+
+
+@cuda.jit(device=True)
+def key_of(d2, other):
+    """The distance's bits above the agent's index: keys order by distance, then index."""
+    return (uint64(float_bits(d2)) << SHIFT) | uint64(other)
+
+
+@cuda.jit(device=True)
+def keep_nearest_keys(key, best, num_nearest):
+    """keep_nearest with keys: the newcomer takes the first slot with a larger key, and
+    from there each slot takes the one before it. Returns the key now in the last slot."""
+    moving = False
+    last = key
+    for k in range(MAX_NEAREST):
+        if k < num_nearest and (moving or key < best[k]):
+            b = best[k]
+            best[k] = key
+            key = b
+            moving = True
+        if k + 1 == num_nearest:  # nearest.cu says why this way round
+            last = best[k]
+    return last
+
+
+@cuda.jit(device=True)
+def cell_of(v, cells_per_unit, grid_side):
+    """The cell, along one side, of a coordinate (the far edge in the last cell)."""
+    return min(max(int32(v * cells_per_unit), 0), grid_side - 1)
+
+
+@cuda.jit(device=True)
+def cell_index(x, y, cells_per_unit, grid_side):
+    return (cell_of(y, cells_per_unit, grid_side) * grid_side
+            + cell_of(x, cells_per_unit, grid_side))
+
+
+@observe_kernel
+def tag_nearest_grid(loc_x, loc_y, in_game, nearest, num_agents, num_nearest, grid_side,
+                     field_size):
+    """One thread per agent, every block of an env building the env's whole grid."""
+    sorted_x = cuda.shared.array(GRID_MAX_AGENTS, float32)  # agents in the game, by cell
+    sorted_y = cuda.shared.array(GRID_MAX_AGENTS, float32)
+    sorted_agent = cuda.shared.array(GRID_MAX_AGENTS, int32)
+    cell_start = cuda.shared.array(GRID_MAX_SIDE * GRID_MAX_SIDE + 1, int32)
+    cell_next = cuda.shared.array(GRID_MAX_SIDE * GRID_MAX_SIDE, int32)
+    env = env_id()
+    agent = agent_id()
+    cells = grid_side * grid_side
+    cells_per_unit = float32(grid_side) / field_size
+
+    # 1. Count the agents in the game in each cell.
+    c = cuda.threadIdx.x
+    while c < cells:
+        cell_next[c] = 0
+        c += cuda.blockDim.x
+    cuda.syncthreads()
+    a = cuda.threadIdx.x
+    while a < num_agents:
+        if in_game[env, a] != 0:
+            cuda.atomic.add(cell_next, cell_index(loc_x[env, a], loc_y[env, a],
+                                                  cells_per_unit, grid_side), 1)
+        a += cuda.blockDim.x
+    cuda.syncthreads()
+    # 2. Where each cell's agents start, and each cell's next free place is its start.
+    if cuda.threadIdx.x == 0:
+        total = 0
+        c = 0
+        while c < cells:
+            count = cell_next[c]
+            cell_start[c] = total
+            cell_next[c] = total
+            total += count
+            c += 1
+        cell_start[cells] = total
+    cuda.syncthreads()
+    # 3. Each agent in the game into its cell's next free place (within a cell in any order).
+    a = cuda.threadIdx.x
+    while a < num_agents:
+        if in_game[env, a] != 0:
+            c = cell_index(loc_x[env, a], loc_y[env, a], cells_per_unit, grid_side)
+            at = cuda.atomic.add(cell_next, c, 1)
+            sorted_x[at] = loc_x[env, a]
+            sorted_y[at] = loc_y[env, a]
+            sorted_agent[at] = a
+        a += cuda.blockDim.x
+    cuda.syncthreads()
+    if agent >= num_agents:
+        return
+
+    # 4. Search ring by ring: ring r is the cells r away from mine, ring 0 my own cell.
+    my_x = loc_x[env, agent]
+    my_y = loc_y[env, agent]
+    cx = cell_of(my_x, cells_per_unit, grid_side)
+    cy = cell_of(my_y, cells_per_unit, grid_side)
+    cell = field_size / float32(grid_side)
+    slack = float32(1e-4) * cell  # nearest.cu says why
+    best = cuda.local.array(MAX_NEAREST, uint64)
+    for k in range(MAX_NEAREST):
+        best[k] = NO_ONE
+    last = NO_ONE  # the key in the last slot
+    r = 0
+    while r < grid_side:
+        # The ring's cells in one walk, each once: four sides of 2r, clockwise from its
+        # top left corner (1 cell for r = 0); those off the field are passed over.
+        ring = 1 if r == 0 else 8 * r
+        t = 0
+        while t < ring:
+            side = 0 if r == 0 else t // (2 * r)
+            along = 0 if r == 0 else t % (2 * r)
+            if side == 0:
+                gx, gy = cx - r + along, cy - r
+            elif side == 1:
+                gx, gy = cx + r, cy - r + along
+            elif side == 2:
+                gx, gy = cx + r - along, cy + r
+            else:
+                gx, gy = cx - r, cy + r - along
+            t += 1
+            if gx < 0 or gx >= grid_side or gy < 0 or gy >= grid_side:
+                continue
+            c = gy * grid_side + gx
+            s = cell_start[c]
+            while s < cell_start[c + 1]:
+                other = sorted_agent[s]
+                if other != agent:
+                    key = key_of(distance2(sorted_x[s] - my_x, sorted_y[s] - my_y), other)
+                    if key < last:
+                        last = keep_nearest_keys(key, best, num_nearest)
+                s += 1
+        # Done when every slot is full and nothing outside the square searched can come
+        # before the last: all of it is at least `margin` from me.
+        if last != NO_ONE:
+            margin = float32(np.inf)
+            if cx - r > 0:
+                margin = min(margin, my_x - float32(cx - r) * cell)
+            if cx + r < grid_side - 1:
+                margin = min(margin, float32(cx + r + 1) * cell - my_x)
+            if cy - r > 0:
+                margin = min(margin, my_y - float32(cy - r) * cell)
+            if cy + r < grid_side - 1:
+                margin = min(margin, float32(cy + r + 1) * cell - my_y)
+            margin = margin - slack
+            last_d2 = bits_float(int32(last >> SHIFT))
+            if margin > 0 and last_d2 < float32(0.999) * margin * margin:
+                break
+        r += 1
+    for k in range(MAX_NEAREST):
+        if k < num_nearest:
+            nearest[env, agent, k] = -1 if best[k] == NO_ONE else int32(best[k] & LOW_BITS)
