@@ -7,7 +7,9 @@
 #     bash bench/headline.sh [OUT] [ANCHOR]      # OUT: results folder (default results/)
 #
 # Stages, in order: the env step alone at 110, 500 and 1,000 agents (where the time goes as
-# the game grows), then at 1,000 both games and both backends; the rollout; end-to-end
+# the game grows); the nearest-neighbour search alone, tiled against the spatial grid
+# (bench/nearest.py, both kernel backends: NEAREST_BACKENDS, NEAREST_AGENTS); then the step
+# at 1,000 both games and both backends; the rollout; end-to-end
 # training (trainer.steps=TRAIN_STEPS, default 20, to fit one 80 GB GPU); WarpDrive 2.7.1's
 # own trainer at the same size (10 taggers + 990 runners), from ANCHOR (default
 # .device/anchor). Each writes OUT/<stage>.log and, where it measures, OUT/<stage>.json.
@@ -20,6 +22,8 @@ envs="${HEADLINE_ENVS:-2000}"
 steps="${TRAIN_STEPS:-20}"
 one="${HEADLINE_BACKEND:-pycuda}"          # HEADLINE_BACKEND=numpy HEADLINE_BACKENDS=numpy
 both="${HEADLINE_BACKENDS:-pycuda,numba}"  # HEADLINE_ENVS=2: a smoke test on a CPU
+kernel_backends="${NEAREST_BACKENDS:-pycuda,numba}"
+nearest_agents="${NEAREST_AGENTS:-110,500,1000}"
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 failed=0
@@ -45,6 +49,8 @@ bench() { echo wd_teach.cli bench "$@"; }
 # shellcheck disable=SC2046  # the words are meant to split
 stage env-agents 200 $(bench env --envs "$envs" --agents 110,500,1000 --backend "$one" \
   --iterations 20 --out "$out/env-agents.json")
+stage nearest 120 bench/nearest.py "$out/nearest.json" --envs "$envs" \
+  --agents "$nearest_agents" --backends "$kernel_backends"
 stage env-both 240 $(bench env --envs "$envs" --agents 1000 --backend "$both" \
   --iterations 20 --out "$out/env-both.json")
 stage env-grid 240 $(bench env --env tag_grid --envs "$envs" --agents 1000 \

@@ -331,7 +331,8 @@ def test_the_headline_script_runs_every_stage_and_writes_its_rows(tmp_path):
 
     repo = Path(__file__).resolve().parents[1]
     env = {**os.environ, "HEADLINE_ENVS": "2", "HEADLINE_BACKEND": "numpy",
-           "HEADLINE_BACKENDS": "numpy", "TRAIN_STEPS": "4"}
+           "HEADLINE_BACKENDS": "numpy", "TRAIN_STEPS": "4",
+           "NEAREST_BACKENDS": "numba", "NEAREST_AGENTS": "40"}  # Numba's simulator
     done = subprocess.run(["bash", str(repo / "bench" / "headline.sh"), str(tmp_path), "none"],
                           cwd=repo, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr  # the number of failed stages
@@ -340,3 +341,6 @@ def test_the_headline_script_runs_every_stage_and_writes_its_rows(tmp_path):
         rows = json.loads((tmp_path / f"{stage}.json").read_text())["rows"]
         assert rows and rows[-1]["num_agents"] == 1000, stage
         assert all(row["env_steps_per_second"] > 0 for row in rows), stage
+    assert "nearest: exit 0" in done.stdout, done.stdout
+    rows = json.loads((tmp_path / "nearest.json").read_text())["rows"]
+    assert {r["method"] for r in rows} == {"tiles", "grid"} and all(r["same_slots"] for r in rows)
