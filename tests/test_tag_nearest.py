@@ -9,10 +9,11 @@ backends on a GPU at the headline's number of agents."""
 
 import numpy as np
 import pytest
+from ptx_harness import compile_in_fresh_process
 
 from wd_teach.errors import EnvError
 from wd_teach_envs._tag import tag_reference
-from wd_teach_envs._tag.nearest import METHODS, grid_side_for, search
+from wd_teach_envs._tag.nearest import METHODS, NearestSearch, grid_side_for, search
 
 
 def field(envs, agents, seed, whole=False, size=20.0, out=0.2):
@@ -99,9 +100,51 @@ def test_bad_input_is_refused_before_a_kernel_runs(change, message):
 
 
 def test_too_many_agents_for_the_grid_says_to_use_tiles():
-    loc_x, loc_y, in_game = field(1, 2049, seed=2)
+    """Only the grid is refused: the tiled search takes any number (tests/gpu runs it past
+    2,048; here it would take minutes on the simulator)."""
+    finder = NearestSearch(*field(1, 2049, seed=2), 4, "numba")
     with pytest.raises(EnvError, match="at most 2,048 agents .* use method='tiles'"):
-        search(loc_x, loc_y, in_game, 4, "grid", backend="numba")
+        finder.run("grid")
+
+
+@pytest.mark.parametrize("agents, message", [(1, "at least one env of at least 2 agents"),
+                                             (0, "at least one env")])
+def test_too_small_a_game_is_refused(agents, message):
+    empty = np.zeros((1, agents), np.float32)
+    with pytest.raises(EnvError, match=message):
+        search(empty, empty, np.ones((1, agents), np.int32), 1, backend="numba")
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_an_env_over_several_blocks_finds_the_same(backend, method):
+    """Blocks of 32 threads: an env of 90 agents takes three, and each block builds the
+    env's whole grid for its own agents."""
+    loc_x, loc_y, in_game = field(2, 90, seed=4)
+    want = tag_reference.neighbors(loc_x, loc_y, in_game, 6, full_observation=0)
+    got = search(loc_x, loc_y, in_game, 6, method, backend=backend, grid_side=5,
+                 field_size=20.0, max_threads=32)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_the_numba_kernels_compile_for_a_gpu_in_float32_with_no_local_memory():
+    """The simulator checks no types; NVVM does. Both kernels compile to PTX (no GPU
+    needed) with no double-precision step, no fused multiply-add in the distances, and
+    the slots in registers, not in local memory."""
+    compile_in_fresh_process("""
+    from wd_teach_envs._tag import nearest_numba
+
+    f32, i32 = types.float32, types.int32
+    arrays = (types.Array(f32, 2, "C"), types.Array(f32, 2, "C"), types.Array(i32, 2, "C"),
+              types.Array(i32, 3, "C"))
+    for kernel, scalars in ((nearest_numba.tag_nearest_tiles, (i32, i32)),
+                            (nearest_numba.tag_nearest_grid, (i32, i32, i32, f32))):
+        ptx, _ = cuda.compile_ptx(kernel.py_func, arrays + scalars, cc=(8, 0))
+        name = kernel.py_func.__name__
+        assert ".f64" not in ptx, f"{name} computes in float64"
+        assert "fma.rn.f32" not in ptx, f"{name} fuses a multiply-add"
+        assert "ld.local" not in ptx and "st.local" not in ptx, f"{name} uses local memory"
+    print("compiled")
+""")
 
 
 def test_the_bench_times_both_searches_and_finds_them_equal(tmp_path, bench_script, capsys):

@@ -16,10 +16,10 @@
 //
 // Why the grid: measured on an H200 (bench/NOTES.md, "The seed's headline size"), the step at
 // 2,000 x 1,000 takes 9.1 ms, ten times what the instruction count of 999 pairs an agent
-// predicts. The insertion into the sorted slots is where it goes: one lane of a warp that
-// inserts makes the whole warp wait through the 16 unrolled slots, and in a warp of 32
-// agents some lane inserts at about 540 of the 1,000 others (worked out with random
-// positions). The grid cuts both: fewer pairs, and so fewer insertions.
+// predicts. The insertion into the sorted slots should be much of it, by a count (not yet a
+// profile): one lane of a warp that inserts makes the whole warp wait through the 16
+// unrolled slots, and in a warp of 32 agents some lane inserts at about 540 of the 999
+// others (random positions). The grid cuts both: fewer pairs, and so fewer insertions.
 #include "tag.cuh"
 
 #define TAG_GRID_MAX_AGENTS 2048  // the most agents of one env the grid holds

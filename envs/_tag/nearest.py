@@ -21,7 +21,7 @@ from wd_teach.errors import EnvError
 from wd_teach.launch import KernelLauncher
 from wd_teach_envs._tag import nearest_numba
 from wd_teach_envs._tag.nearest_numba import GRID_MAX_AGENTS, GRID_MAX_SIDE
-from wd_teach_envs._tag.tag_numba import MAX_NEAREST
+from wd_teach_envs._tag.tag_numba import MAX_NEAREST, MAX_THREADS
 
 HERE = Path(__file__).parent
 METHODS = ("tiles", "grid")
@@ -40,13 +40,14 @@ class NearestSearch:
     `slots()` pulls the answer. The store is made once, so a benchmark times the kernel."""
 
     def __init__(self, loc_x, loc_y, in_game, num_nearest: int, backend: str,
-                 grid_side: int | None = None, field_size: float | None = None):
+                 grid_side: int | None = None, field_size: float | None = None,
+                 max_threads: int = MAX_THREADS):
         loc_x, loc_y, in_game = _checked(loc_x, loc_y, in_game, num_nearest)
         num_envs, num_agents = loc_x.shape
         grid_side = grid_side_for(num_agents) if grid_side is None else grid_side
         if field_size is None:
             field_size = float(max(loc_x.max(), loc_y.max(), 1e-6))
-        _check_grid(num_agents, grid_side, field_size)
+        _check_grid(grid_side, field_size)
         self.store = DataStore(num_envs, num_agents)
         self.store.push("loc_x", loc_x)
         self.store.push("loc_y", loc_y)
@@ -55,13 +56,20 @@ class NearestSearch:
         self.store.set_constant("num_nearest", int(num_nearest))
         self.store.set_constant("grid_side", int(grid_side))
         self.store.set_constant("field_size", float(field_size))
-        self.launcher = KernelLauncher(self.store, backend)
+        # max_threads: fewer than the agents gives an env several blocks (the tests do).
+        self.launcher = KernelLauncher(self.store, backend, max_threads=max_threads)
         self.launcher.load(HERE / "nearest.cu" if self.launcher.backend.name == "pycuda"
                            else nearest_numba)
 
     def run(self, method: str = "grid") -> None:
+        """Search by `method`, into slots cleared first: a slot the kernel missed is -2."""
         if method not in METHODS:
             raise EnvError(f"method must be one of {', '.join(METHODS)}, got {method!r}.")
+        if method == "grid" and self.store.num_agents > GRID_MAX_AGENTS:
+            raise EnvError(f"the grid holds at most {GRID_MAX_AGENTS:,} agents of an env in "
+                           f"shared memory, and this game has {self.store.num_agents:,}: use "
+                           "method='tiles'.")
+        self.store["nearest"].fill_(-2)
         self.launcher.launch(f"tag_nearest_{method}")
 
     def slots(self) -> np.ndarray:
@@ -70,13 +78,13 @@ class NearestSearch:
 
 def search(loc_x, loc_y, in_game, num_nearest: int, method: str = "grid",
            backend: str | None = None, grid_side: int | None = None,
-           field_size: float | None = None) -> np.ndarray:
+           field_size: float | None = None, max_threads: int = MAX_THREADS) -> np.ndarray:
     """[env, agent, slot]: each agent's num_nearest nearest others in the game, nearest
     first and the lower index first among equals (-1: no one), found by `method`'s kernel.
     The grid's cells cover [0, field_size] on both axes (default: the largest coordinate);
     grid_side cells a side (default: grid_side_for the number of agents)."""
     finder = NearestSearch(loc_x, loc_y, in_game, num_nearest, backend, grid_side,
-                           field_size)
+                           field_size, max_threads)
     finder.run(method)
     return finder.slots()
 
@@ -96,7 +104,10 @@ def _checked(loc_x, loc_y, in_game, num_nearest):
     if not (np.isfinite(loc_x).all() and np.isfinite(loc_y).all()):
         raise EnvError("positions must be finite: a NaN or infinite position has no "
                        "distance to compare.")
-    num_agents = loc_x.shape[1]
+    num_envs, num_agents = loc_x.shape
+    if num_envs < 1 or num_agents < 2:
+        raise EnvError(f"a search needs at least one env of at least 2 agents, got "
+                       f"{num_envs} envs of {num_agents}.")
     most = min(MAX_NEAREST, num_agents - 1)
     if isinstance(num_nearest, bool) or not isinstance(num_nearest, (int, np.integer)) \
             or not 1 <= num_nearest <= most:
@@ -106,14 +117,12 @@ def _checked(loc_x, loc_y, in_game, num_nearest):
             np.ascontiguousarray(in_game))
 
 
-def _check_grid(num_agents: int, grid_side, field_size) -> None:
-    if num_agents > GRID_MAX_AGENTS:
-        raise EnvError(f"the grid holds at most {GRID_MAX_AGENTS:,} agents of an env in "
-                       f"shared memory, and this game has {num_agents:,}: use method='tiles'.")
+def _check_grid(grid_side, field_size) -> None:
     if isinstance(grid_side, bool) or not isinstance(grid_side, (int, np.integer)) \
             or not 1 <= grid_side <= GRID_MAX_SIDE:
         raise EnvError(f"grid_side must be a whole number from 1 to {GRID_MAX_SIDE}, got "
                        f"{grid_side!r}.")
-    if not (isinstance(field_size, (int, float, np.floating)) and math.isfinite(field_size)
-            and field_size > 0):
+    if isinstance(field_size, bool) or not (
+            isinstance(field_size, (int, float, np.integer, np.floating))
+            and math.isfinite(field_size) and field_size > 0):
         raise EnvError(f"field_size must be a positive number, got {field_size!r}.")

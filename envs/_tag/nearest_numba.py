@@ -23,7 +23,11 @@ from wd_teach_envs._tag.tag_numba import (
 )
 
 GRID_MAX_AGENTS = 2048  # the most agents of one env the grid holds
-GRID_MAX_SIDE = 32  # the most cells along a side: 1,024 cells
+GRID_MAX_SIDE = 32  # the most cells along a side
+# Shared arrays need sizes Numba reads as constants: a product worked out in the call
+# (GRID_MAX_SIDE * GRID_MAX_SIDE + 1) is typed as a run-time int64 and does not compile.
+GRID_CELLS = 1024  # GRID_MAX_SIDE squared
+GRID_CELL_STARTS = 1025  # each cell's start, and where the last one ends
 NO_ONE = np.uint64(0xFFFFFFFFFFFFFFFF)  # an empty slot: after every key
 LOW_BITS = np.uint64(0xFFFFFFFF)
 SHIFT = np.uint64(32)
@@ -115,8 +119,8 @@ def tag_nearest_grid(loc_x, loc_y, in_game, nearest, num_agents, num_nearest, gr
     sorted_x = cuda.shared.array(GRID_MAX_AGENTS, float32)  # agents in the game, by cell
     sorted_y = cuda.shared.array(GRID_MAX_AGENTS, float32)
     sorted_agent = cuda.shared.array(GRID_MAX_AGENTS, int32)
-    cell_start = cuda.shared.array(GRID_MAX_SIDE * GRID_MAX_SIDE + 1, int32)
-    cell_next = cuda.shared.array(GRID_MAX_SIDE * GRID_MAX_SIDE, int32)
+    cell_start = cuda.shared.array(GRID_CELL_STARTS, int32)
+    cell_next = cuda.shared.array(GRID_CELLS, int32)
     env = env_id()
     agent = agent_id()
     cells = grid_side * grid_side
