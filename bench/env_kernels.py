@@ -2,11 +2,14 @@
 
     python bench/env_kernels.py out.json --env tag_continuous --envs 100,500,10000
     python bench/env_kernels.py out.json --cuda-dir old/ --label before   # another step.cu
+    python bench/env_kernels.py out.json --envs 2000 --agents 1000   # the seed's headline
 
 Each row steps `--envs` environments with random actions, `--steps` times after a warm-up,
 under torch.profiler, and divides each kernel's summed GPU time by the steps: what a step
-costs on the device, kernel by kernel, without the host's launch overhead. Both backends
-unless `--backends` says otherwise. `--cuda-dir DIR` loads the CUDA C step from DIR
+costs on the device, kernel by kernel, without the host's launch overhead; "other" is every
+other kernel of the step (the reset of finished games, torch's flags), so the row adds up to
+the step's GPU time. `--agents N` plays a game of N agents (the env's params_for_agents).
+Both backends unless `--backends` says otherwise. `--cuda-dir DIR` loads the CUDA C step from DIR
 instead (its step.cu and headers found there first), so that a kernel can be timed beside
 an earlier version of itself in one process. A table to read, never a pass or fail.
 """
@@ -34,9 +37,11 @@ def from_folder(env, folder: Path):
 
 
 def kernel_times(name: str, num_envs: int, backend: str, steps: int,
-                 folder: Path | None) -> dict[str, float]:
-    """Microseconds of GPU time per step, by kernel name."""
+                 folder: Path | None, agents: int | None = None) -> dict[str, float]:
+    """Microseconds of GPU time per step, by kernel name, and "other" for the rest."""
     env = make_env(load_config(name, gpu=True).env)  # the game as a GPU run plays it
+    if agents is not None:
+        env = type(env)(env.config, **env.params_for_agents(agents))
     if folder is not None:
         env = from_folder(env, folder)
     wrapper = EnvWrapper(env, num_envs, backend, seed=0)
@@ -52,9 +57,10 @@ def kernel_times(name: str, num_envs: int, backend: str, steps: int,
         torch.cuda.synchronize()
     times: dict[str, float] = defaultdict(float)
     for event in prof.events():
-        if event.device_type == torch.autograd.DeviceType.CUDA and env.step_kernels and any(
-                k in event.name for k in env.step_kernels):
-            times[event.name] += event.device_time / steps
+        if event.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        mine = any(k in event.name for k in env.step_kernels)
+        times[event.name if mine else "other"] += event.device_time / steps
     return dict(times)
 
 
@@ -67,14 +73,17 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--cuda-dir", type=Path, default=None)
     parser.add_argument("--label", default="")
+    parser.add_argument("--agents", type=int, default=None,
+                        help="a game of this many agents (default: the config's)")
     args = parser.parse_args()
     rows = []
     backends = ["pycuda"] if args.cuda_dir else args.backends.split(",")
     for num_envs in (int(n) for n in args.envs.split(",")):
         for backend in backends:
-            times = kernel_times(args.env, num_envs, backend, args.steps, args.cuda_dir)
+            times = kernel_times(args.env, num_envs, backend, args.steps, args.cuda_dir,
+                                 args.agents)
             rows.append({"label": args.label, "env": args.env, "num_envs": num_envs,
-                         "backend": backend, "us_per_step": times})
+                         "agents": args.agents, "backend": backend, "us_per_step": times})
             cells = "  ".join(f"{k.split('(')[0]} {v:8.1f}" for k, v in times.items())
             print(f"{args.label:>8} {num_envs:>6} envs {backend:>6}: {cells}  "
                   f"total {sum(times.values()):8.1f} us", flush=True)

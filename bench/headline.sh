@@ -8,7 +8,8 @@
 #
 # Stages, in order: the env step alone at 110, 500 and 1,000 agents (where the time goes as
 # the game grows); the nearest-neighbour search alone, tiled against the spatial grid
-# (bench/nearest.py, both kernel backends: NEAREST_BACKENDS, NEAREST_AGENTS); then the step
+# (bench/nearest.py, both kernel backends: NEAREST_BACKENDS, NEAREST_AGENTS); the step's
+# GPU time kernel by kernel at 1,000 agents (bench/env_kernels.py, on a GPU); then the step
 # at 1,000 both games and both backends; the rollout; end-to-end
 # training (trainer.steps=TRAIN_STEPS, default 20, to fit one 80 GB GPU); WarpDrive 2.7.1's
 # own trainer at the same size (10 taggers + 990 runners), from ANCHOR (default
@@ -51,6 +52,11 @@ stage env-agents 200 $(bench env --envs "$envs" --agents 110,500,1000 --backend 
   --iterations 20 --out "$out/env-agents.json")
 stage nearest 120 bench/nearest.py "$out/nearest.json" --envs "$envs" \
   --agents "$nearest_agents" --backends "$kernel_backends"
+# Where a step's GPU time goes at 1,000 agents, kernel by kernel (torch.profiler): a GPU only.
+if python3 -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then
+  stage env-kernels 150 bench/env_kernels.py "$out/env-kernels.json" --envs "$envs" \
+    --agents 1000 --backends "$one" --steps 20
+fi
 stage env-both 240 $(bench env --envs "$envs" --agents 1000 --backend "$both" \
   --iterations 20 --out "$out/env-both.json")
 stage env-grid 240 $(bench env --env tag_grid --envs "$envs" --agents 1000 \
