@@ -33,8 +33,8 @@ import torch
 
 import wd_teach
 from wd_teach.lessons.sizes import lesson_sizes
+from wd_teach.scale.selfplay_results import FORMAT
 from wd_teach.train.intervals import iqm_interval
-from wd_teach.train.selfplay_results import FORMAT
 from wd_teach.train.trainer import Trainer
 
 KINDS = ("current", "pool")

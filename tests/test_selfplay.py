@@ -153,7 +153,7 @@ def test_the_selfplay_bench_scores_both_kinds_over_the_same_seeds(tmp_path, benc
                 "--eval-envs", "2", "--pool", "2", "--pool-every", "1"])
     result = json.loads(out.read_text())
     assert result["seeds"] == [0, 1] and result["pool"] == 2
-    from wd_teach.train.selfplay_results import load_selfplay, selfplay_table
+    from wd_teach.scale.selfplay_results import load_selfplay, selfplay_table
 
     assert load_selfplay(out) == result  # in the format lesson 11 reads
     assert "pool - current" in selfplay_table(result)

@@ -4,8 +4,9 @@ games both find tag_reference.neighbors' slots, bit for bit: on random fields, o
 places full of ties (the grid meets agents out of index order, so ties are its hard case),
 with agents out of the game, with fewer agents in the game than slots, with every agent on
 one point, on any grid from one cell to many, and past the field's edge. Bad input is refused
-before a kernel runs. Here on Numba's simulator; tests/gpu/test_tag_nearest_gpu.py runs both
-backends on a GPU at the headline's number of agents."""
+before a kernel runs. The kernels run through bench/nearest.py's search(). Here on Numba's
+simulator; tests/gpu/test_tag_nearest_gpu.py runs both backends on a GPU at the headline's
+number of agents."""
 
 import numpy as np
 import pytest
@@ -13,7 +14,23 @@ from ptx_harness import compile_in_fresh_process
 
 from wd_teach.errors import EnvError
 from wd_teach_envs._tag import tag_reference
-from wd_teach_envs._tag.nearest import METHODS, NearestSearch, grid_side_for, search
+
+
+def _bench_nearest():
+    """bench/nearest.py, whose search() runs either kernel from NumPy arrays."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "nearest.py"
+    spec = importlib.util.spec_from_file_location("bench_nearest", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+nearest = _bench_nearest()
+METHODS, NearestSearch, grid_side_for, search = (
+    nearest.METHODS, nearest.NearestSearch, nearest.grid_side_for, nearest.search)
 
 
 def field(envs, agents, seed, whole=False, size=20.0, out=0.2):
@@ -147,10 +164,10 @@ def test_the_numba_kernels_compile_for_a_gpu_in_float32_with_no_local_memory():
 """)
 
 
-def test_the_bench_times_both_searches_and_finds_them_equal(tmp_path, bench_script, capsys):
+def test_the_bench_times_both_searches_and_finds_them_equal(tmp_path, capsys):
     """bench/nearest.py at toy size on the simulator: a row per method and size, each with a
     time and the verdict that the two methods found the same slots."""
-    result = bench_script("nearest").main([str(tmp_path / "n.json"), "--envs", "2",
+    result = nearest.main([str(tmp_path / "n.json"), "--envs", "2",
                                            "--agents", "40,64", "--backends", "numba",
                                            "--calls", "1"])
     rows = result["rows"]

@@ -12,7 +12,7 @@
 //
 // Both write nearest[env, agent, k] (-1: no one): the same slots as tag_reference.neighbors,
 // nearest first and the lower index first among equals, bit for bit. The Numba twin, line
-// for line, is nearest_numba.py; envs/_tag/nearest.py launches either and checks its input.
+// for line, is nearest_numba.py; bench/nearest.py launches either and checks its input.
 //
 // Why the grid: measured on an H200 (bench/NOTES.md, "The seed's headline size"), the step at
 // 2,000 x 1,000 takes 9.1 ms, ten times what the instruction count of 999 pairs an agent

@@ -6,10 +6,9 @@ on whole-number places full of ties. The CPU twin, on Numba's simulator:
 tests/test_tag_nearest.py."""
 
 import pytest
-from test_tag_nearest import check, field
+from test_tag_nearest import METHODS, check, field
 
 from wd_teach.device import BACKENDS as KERNEL_BACKENDS
-from wd_teach_envs._tag.nearest import METHODS
 
 
 @pytest.mark.parametrize("backend", KERNEL_BACKENDS)
