@@ -344,3 +344,32 @@ def test_the_headline_script_runs_every_stage_and_writes_its_rows(tmp_path):
     assert "nearest: exit 0" in done.stdout, done.stdout
     rows = json.loads((tmp_path / "nearest.json").read_text())["rows"]
     assert {r["method"] for r in rows} == {"tiles", "grid"} and all(r["same_slots"] for r in rows)
+
+
+def test_learned_against_chaser_scores_both_on_the_same_games_over_the_seeds(tmp_path,
+                                                                             bench_script):
+    """bench/learned_vs_chaser.py at toy size: each seed trains, then its learned taggers and
+    the chaser are scored against the same trained runners and against random runners; an
+    interval per score and for each difference, and the floor setting is put back."""
+    from wd_teach import floors
+
+    result = bench_script("learned_vs_chaser").main(
+        [str(tmp_path / "lc.json"), "--seconds", "0.5", "--seeds", "2", "--eval-envs", "2",
+         "--game", "fast-runners"])
+    assert floors._chosen == "unset"
+    assert result["seeds"] == [0, 1] and len(result["runs"]) == 2
+    assert result["params"]["runner_max_speed"] == 0.6
+    for run in result["runs"]:
+        assert run["iterations"] >= 1 and run["seconds"] >= 0.5
+        assert all(run[name] >= 0 for name in ("learned/trained", "chaser/trained",
+                                               "learned/random", "chaser/random"))
+    # The chaser really played: half a second of training tags far fewer than it does.
+    assert any(run["chaser/random"] != run["learned/random"] for run in result["runs"])
+    rows = {row["score"]: row for row in result["rows"]}
+    for runners in ("trained", "random"):
+        difference = rows[f"learned - chaser, {runners} runners"]
+        assert difference["low"] <= difference["iqm"] <= difference["high"]
+        for run in result["runs"]:
+            assert difference["per_seed"][run["seed"]] == pytest.approx(
+                run[f"learned/{runners}"] - run[f"chaser/{runners}"])
+        assert difference["verdict"]

@@ -1,0 +1,171 @@
+"""Learned taggers against a scripted one: after a minute of training, do trained taggers tag
+more runners per game than bench/tag_chaser.py's chaser, against the same runners?
+
+    python bench/learned_vs_chaser.py out.json                       # 60 s, 5 seeds, the GPU game
+    python bench/learned_vs_chaser.py out.json --game fast-runners   # a game where one can't
+    python bench/learned_vs_chaser.py out.json --seconds 2 --seeds 2 --eval-envs 4   # small
+
+Each seed trains taggers and runners together (Tag continuous as its config plays it, A2C)
+for `--seconds` of training (the clock counts training only). Then four scores, each the
+runners tagged per game over `--eval-envs` fresh games (the same games for every score of a
+seed), most probable actions:
+
+    learned taggers against the trained runners    chaser against the same trained runners
+    learned taggers against random runners         chaser against random runners
+
+Over the seeds, each gets its IQM and 95% bootstrap interval (rliable), and so do the per-seed
+differences learned - chaser, with what that interval supports. A table to read and a JSON;
+nothing here fails on a number.
+
+Games (`--game`):
+
+    default        the config's game: taggers and runners equally fast. A chaser tags about
+                   98 of 100 random runners there (bench/tag_chaser.py), so against random
+                   runners nothing can beat it by much.
+    fast-runners   runners 20% faster than taggers (0.6 against 0.5 a step): a lone tagger
+                   that runs straight at a runner never closes the gap unless the runner
+                   stops at the field's edge, so catching a runner that flees well takes
+                   taggers that cut it off together. The chaser plays the same game.
+
+Both run on the plain floor: the chaser takes the place of the taggers' policy object, which
+the fast floor's fused policies are not made for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import platform
+import time
+from pathlib import Path
+
+import torch
+
+import wd_teach
+from wd_teach.floors import set_fast
+from wd_teach.train.intervals import iqm_interval
+from wd_teach.train.trainer import Trainer
+
+GAMES = {"default": [],
+         "fast-runners": ["env.params.tagger_max_speed=0.5",
+                          "env.params.runner_max_speed=0.6"]}
+SCORES = ("learned/trained", "chaser/trained", "learned/random", "chaser/random")
+
+
+def chaser_class():
+    """bench/tag_chaser.py's Chaser (bench/ is a folder of scripts, not a package)."""
+    path = Path(__file__).with_name("tag_chaser.py")
+    spec = importlib.util.spec_from_file_location("bench_tag_chaser", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.Chaser
+
+
+def train_for(trainer: Trainer, seconds: float) -> tuple[int, float]:
+    """Iterate until `seconds` of training have passed: (iterations, seconds taken)."""
+    trained = 0.0
+    while trained < seconds:
+        start = time.perf_counter()
+        trainer.iterate()
+        if trainer.device.type == "cuda":
+            torch.cuda.synchronize(trainer.device)
+        trained += time.perf_counter() - start
+    return trainer.iteration, trained
+
+
+def scores(trainer: Trainer, chaser: torch.nn.Module, envs: int, seed: int) -> dict:
+    """The four scores of one trained run, on the same fresh games."""
+    learned = trainer.policies["taggers"]
+
+    def tags(random=()):
+        return trainer.evaluate(num_envs=envs, seed=seed, random=random
+                                ).metrics["tags_per_episode"]
+
+    found = {"learned/trained": tags(), "learned/random": tags(("runners",))}
+    trainer.policies["taggers"] = chaser
+    try:
+        found["chaser/trained"] = tags()
+        found["chaser/random"] = tags(("runners",))
+    finally:
+        trainer.policies["taggers"] = learned
+    return found
+
+
+def verdict(interval) -> str:
+    if interval.low > 0:
+        return "learned taggers tag more, on these seeds"
+    if interval.high < 0:
+        return "the chaser tags more, on these seeds"
+    return "the interval holds 0: these seeds cannot tell the two apart"
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--eval-envs", type=int, default=100)
+    parser.add_argument("--game", choices=sorted(GAMES), default="default")
+    parser.add_argument("--variant", default="runner",
+                        help="the chaser's variant (bench/tag_chaser.py)")
+    parser.add_argument("--set", dest="sets", action="append", default=[],
+                        help="KEY=VALUE changes to the config, as `wd-teach train --set`")
+    args = parser.parse_args(argv)
+    set_fast(False)  # the plain floor: see the docstring
+    try:
+        return run(args)
+    finally:
+        set_fast("reset")
+
+
+def run(args) -> dict:
+    gpu = torch.cuda.is_available()
+    Chaser = chaser_class()
+    seeds = list(range(args.seeds))
+    per_seed = {name: {} for name in SCORES}
+    runs = []
+    print(f"{'seed':>4} {'iterations':>10} {'seconds':>8} "
+          + " ".join(f"{name:>16}" for name in SCORES))
+    for seed in seeds:
+        trainer = Trainer("tag_continuous", gpu=gpu,
+                          sets=[*GAMES[args.game], *args.sets, f"trainer.seed={seed}"])
+        iterations, seconds = train_for(trainer, args.seconds)
+        chaser = Chaser(trainer.env, args.variant).to(trainer.device)
+        found = scores(trainer, chaser, args.eval_envs, seed)
+        for name, value in found.items():
+            per_seed[name][seed] = value
+        runs.append({"seed": seed, "iterations": iterations, "seconds": seconds,
+                     "env_steps": trainer.env_steps, **found})
+        print(f"{seed:>4} {iterations:>10} {seconds:>8.1f} "
+              + " ".join(f"{found[name]:>16.2f}" for name in SCORES), flush=True)
+
+    rows = []
+    for name in SCORES:
+        found = iqm_interval(per_seed[name])
+        rows.append({"score": name, "iqm": found.iqm, "low": found.low, "high": found.high})
+        print(f"{name:<24} {found}")
+    for runners in ("trained", "random"):
+        differences = {s: per_seed[f"learned/{runners}"][s] - per_seed[f"chaser/{runners}"][s]
+                       for s in seeds}
+        found = iqm_interval(differences)
+        rows.append({"score": f"learned - chaser, {runners} runners", "iqm": found.iqm,
+                     "low": found.low, "high": found.high, "per_seed": differences,
+                     "verdict": verdict(found)})
+        print(f"learned - chaser, {runners:<7} runners: {found}: {verdict(found)}")
+
+    trainer_config = trainer.config
+    device = torch.cuda.get_device_name(0) if gpu else f"CPU ({platform.processor() or 'cpu'})"
+    result = {"benchmark": "learned_vs_chaser", "device": device, "torch": torch.__version__,
+              "wd_teach": wd_teach.__version__, "game": args.game,
+              "sets": [*GAMES[args.game], *args.sets], "seconds": args.seconds,
+              "seeds": seeds, "eval_envs": args.eval_envs, "variant": args.variant,
+              "num_envs": trainer_config.env.num_envs, "params": trainer_config.env.params,
+              "runs": runs, "rows": rows}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+if __name__ == "__main__":
+    main()
