@@ -124,6 +124,44 @@ def test_a_trainer_over_the_limit_is_refused_before_any_gpu_work(monkeypatch, pr
     assert pushed == [] and pretend_gpu == []
 
 
+def test_a_run_that_outgrows_the_limit_mid_iteration_is_told_so_and_goes_on(monkeypatch):
+    """The host's size checks count the stores, not every tensor of an update: a run they let
+    through can still run out of the seat's memory in its first iteration (Tag at its GPU
+    config's size on a 3.95 GiB seat, bench/room.py on an H200). Then the learner reads the
+    limit and what to ask for, not torch's allocator report, and the run is as it was."""
+    monkeypatch.setenv(ENV_VAR, "4")
+    trainer = Trainer("cartpole", sets=["env.num_envs=4", "trainer.steps=8"])
+    collect = trainer.rollout.collect
+
+    def out_of_memory():
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 490.00 MiB. "
+                                          "GPU 0 has a total capacity of 139.80 GiB")
+
+    monkeypatch.setattr(trainer.rollout, "collect", out_of_memory)
+    with pytest.raises(TooLargeError) as refused:
+        trainer.iterate()
+    said = str(refused.value)
+    assert said.startswith("iteration 1 of cartpole (4 envs, trainer.steps=8) ran out of GPU "
+                           "memory: it needs more than this seat's GPU memory limit, 4.00 GiB "
+                           f"({ENV_VAR}, set by the room) (CUDA out of memory)")
+    assert "fewer envs" in said and "trainer.steps" in said and "--envs auto" in said
+    assert "Tried to allocate" not in said  # the allocator's report is torch's, not the fix
+    assert trainer.iteration == 0 and trainer.history == []
+    monkeypatch.setattr(trainer.rollout, "collect", collect)
+    assert trainer.iterate()["iteration"] == 1  # nothing was lost: the run goes on
+
+
+def test_without_a_limit_running_out_names_the_gpus_free_memory(monkeypatch):
+    trainer = Trainer("cartpole", sets=["env.num_envs=4", "trainer.steps=8"])
+
+    def out_of_memory():
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(trainer.rollout, "collect", out_of_memory)
+    with pytest.raises(TooLargeError, match=r"needs more than the GPU's free memory"):
+        trainer.iterate()
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU path (it stops after "
                     "saying what it would do); tests/gpu/test_seat_memory_gpu.py fits on a GPU")
 def test_envs_auto_says_it_measures_within_the_limit(monkeypatch, capsys, tmp_path):

@@ -38,7 +38,7 @@ from wd_teach import seat_memory
 from wd_teach.device import gpu_available
 from wd_teach.env import Env
 from wd_teach.env.wrapper import EnvWrapper, state_bytes
-from wd_teach.errors import ConfigError, EnvError, LaunchError, TrainError
+from wd_teach.errors import ConfigError, EnvError, LaunchError, TooLargeError, TrainError
 from wd_teach.floors import fast_floor
 from wd_teach.launch import launch_geometry
 from wd_teach.train.acting import make_acting
@@ -288,7 +288,33 @@ class Trainer:
         return self.config.trainer.steps * self.wrapper.num_envs
 
     def iterate(self, profile: bool = False) -> dict:
-        """One rollout and one update per policy; returns the iteration's metrics row."""
+        """One rollout and one update per policy; returns the iteration's metrics row.
+
+        A run that does not fit the GPU's memory (or a room seat's share of it) gets a
+        TooLargeError that names the limit and what to ask for instead, not torch's
+        allocator report; the memory the failed iteration took is handed back first."""
+        try:
+            return self._iterate(profile)
+        except torch.cuda.OutOfMemoryError as err:
+            said = str(err).split(". ")[0]
+        # Out of the except block the traceback, and with it the failed iteration's tensors,
+        # is gone: the cache can go back to the card (and the room's other seats).
+        self.rollout.stats.clear()
+        torch.cuda.empty_cache()
+        raise TooLargeError(self._out_of_memory(said))
+
+    def _out_of_memory(self, said: str) -> str:
+        """Why an iteration ran out of GPU memory, and what to ask for instead."""
+        c = self.config
+        limit = seat_memory.limit_bytes()
+        within = seat_memory.describe(limit) if limit else "the GPU's free memory"
+        return (f"iteration {self.iteration + 1} of {c.env.name} ({self.wrapper.num_envs:,} envs, "
+                f"trainer.steps={c.trainer.steps}) ran out of GPU memory: it needs more than "
+                f"{within} ({said}). Ask for less: fewer envs (env.num_envs, or --envs N), "
+                "fewer steps an iteration (trainer.steps) or smaller policies; `--envs auto` "
+                "finds how many envs fit. The iteration did not count.")
+
+    def _iterate(self, profile: bool) -> dict:
         timer = self.rollout.timer
         timer.enabled = profile
         start = time.perf_counter()
