@@ -5,8 +5,11 @@ of its own under the per-seat memory limit the room's hub sets (WD_TEACH_GPU_MEM
     python bench/room.py --seats 16 --limit-gb 4 --out bench/results/room_h100.json
     python bench/room.py --seats 2 --small            # the GPU check's quick version
 
-The seats train what lesson 07 trains: three of every four CartPole (PPO), the fourth Tag
-(continuous, its GPU config), at their default GPU sizes (`--small`: 64 envs, a few steps).
+The seats train what lesson 07 trains: three of every four CartPole (PPO, its config's GPU
+size), the fourth Tag as lesson 07's Step 8 sets it up on a GPU (`lesson_tag_run`: 100 envs
+of 5 taggers and 50 runners, 120 steps, [64, 64] policies). `--small`: 64 envs, a few steps.
+(Tag at its own config's size, 110 agents with [256, 256] policies, needs about 4.3 GiB: on
+an H200 shared by 32 seats of 3.95 GiB it does not fit, and the seat is told so.)
 The report is a table of each seat's time (from before `Trainer(...)`, so env and kernel
 compiles and CUDA-graph recording are in it) and its peak memory (torch's
 max_memory_reserved), the card's peak as nvidia-smi saw it, and which seats were starved:
@@ -37,14 +40,30 @@ def seat_env(seat: int) -> str:
     return "tag_continuous" if seat % 4 == 3 else "cartpole"
 
 
+def lesson_tag_run(sizes) -> dict:
+    """The overrides lesson 07 trains Tag with (its Step 8 cell, `tag_run`), for `sizes`
+    (wd_teach.lessons.sizes); tests/test_room_bench.py holds the two the same."""
+    picture = {"num_taggers": sizes.animation_taggers, "num_runners": sizes.animation_runners,
+               "num_nearest": min(5, sizes.animation_taggers + sizes.animation_runners - 1),
+               "field_size": round(8.0 * ((sizes.animation_taggers + sizes.animation_runners)
+                                          / 27) ** 0.5, 1),
+               "tagging_distance": 1.0, "episode_length": sizes.animation_frames}
+    return {"env": {"num_envs": sizes.tag_train_envs, "params": picture},
+            "trainer": {"steps": sizes.animation_frames, "lr": 2e-3},
+            "policies": {"taggers": {"hidden": [64, 64]}, "runners": {"hidden": [64, 64]}}}
+
+
 def run_seat(env: str, iterations: int, small: bool) -> None:
     """One seat (the child process): train, then print one JSON line of what it took."""
     start = time.perf_counter()
     import torch
 
+    from wd_teach.lessons.sizes import lesson_sizes
     from wd_teach.train.trainer import Trainer
 
-    trainer = Trainer(env, gpu=True, sets=SMALL if small else [])
+    lesson = lesson_tag_run(lesson_sizes(gpu=True)) if env == "tag_continuous" else None
+    trainer = Trainer(env, gpu=True, overrides=None if small else lesson,
+                      sets=SMALL if small else [])
     for _ in range(iterations):
         trainer.iterate()
     gpu = torch.cuda.is_available()  # without one it still runs, on the CPU: a smoke test

@@ -2,7 +2,10 @@
 its env's median) and the table's last line. The seats' trainings run in tests/gpu."""
 
 import importlib.util
+import json
 from pathlib import Path
+
+from wd_teach.lessons.sizes import CPU_SIZES, GPU_SIZES
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "room.py"
 spec = importlib.util.spec_from_file_location("bench_room", BENCH)
@@ -20,6 +23,19 @@ def seat(number, env, seconds=None, error=None):
 def test_lesson_07s_mix_is_three_cartpoles_to_one_tag():
     assert [room.seat_env(i) for i in range(8)] == ["cartpole"] * 3 + ["tag_continuous"] + \
         ["cartpole"] * 3 + ["tag_continuous"]
+
+
+def test_a_tag_seat_trains_what_lesson_07_trains():
+    """The Tag seat's overrides are lesson 07's own `tag_run`: the lesson's cell that makes
+    them, run here, gives the same dict at both sizes."""
+    notebook = json.loads((BENCH.parents[1] / "notebooks" / "07_training.ipynb").read_text())
+    cell = next("".join(c["source"]) for c in notebook["cells"]
+                if c["cell_type"] == "code" and "tag_run = " in "".join(c["source"]))
+    made = cell[:cell.index("tag = Trainer(")]  # the lines up to the trainer: plain dicts
+    for sizes in (GPU_SIZES, CPU_SIZES):
+        found = {"sizes": sizes}
+        exec(made, found)
+        assert found["tag_run"] == room.lesson_tag_run(sizes)
 
 
 def test_a_seat_is_starved_when_it_failed_or_took_k_times_its_envs_median():
