@@ -75,9 +75,12 @@ def run_seat(env: str, iterations: int, small: bool) -> None:
 
 
 def card_memory(query: str) -> int | None:
-    """A number nvidia-smi gives for GPU 0 (memory.used, memory.total), in bytes."""
+    """A number nvidia-smi gives for the seats' GPU (memory.used, memory.total), in bytes."""
+    # The card the seats see as device 0: the first of CUDA_VISIBLE_DEVICES where it is set
+    # (nvidia-smi numbers the machine's cards, not the ones a process is shown).
+    card = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip() or "0"
     try:
-        out = subprocess.run(["nvidia-smi", "-i", "0", f"--query-gpu={query}",
+        out = subprocess.run(["nvidia-smi", "-i", card, f"--query-gpu={query}",
                               "--format=csv,noheader,nounits"], capture_output=True,
                              text=True, check=True, timeout=10).stdout
         return int(float(out.split()[0]) * 2**20)
@@ -86,7 +89,7 @@ def card_memory(query: str) -> int | None:
 
 
 class CardPeak(threading.Thread):
-    """The most memory nvidia-smi saw in use on GPU 0 while the seats ran."""
+    """The most memory nvidia-smi saw in use on the seats' GPU while they ran."""
 
     def __init__(self):
         super().__init__(daemon=True)

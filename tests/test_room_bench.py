@@ -47,3 +47,22 @@ def test_a_seat_is_starved_when_it_failed_or_took_k_times_its_envs_median():
     shown = room.table(seats, 3 * 2**30, 1.5)
     assert "YES: torch.OutOfMemoryError" in shown
     assert shown.splitlines()[-1] == "5 seats, 1.5 GiB each; card peak 3.0 GiB; 2 starved"
+
+
+def test_the_card_watched_is_the_one_the_seats_see(monkeypatch):
+    """Seats on the second card of two (CUDA_VISIBLE_DEVICES=1) are watched on that card:
+    nvidia-smi numbers the machine's cards, not the ones a process is shown."""
+    asked = []
+
+    def nvidia_smi(cmd, **kw):
+        asked.append(cmd[cmd.index("-i") + 1])
+        return type("Done", (), {"stdout": "1024\n"})()
+
+    monkeypatch.setattr(room.subprocess, "run", nvidia_smi)
+    for shown, card in [(None, "0"), ("1", "1"), ("1,0", "1"), ("", "0")]:
+        if shown is None:
+            monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+        else:
+            monkeypatch.setenv("CUDA_VISIBLE_DEVICES", shown)
+        assert room.card_memory("memory.used") == 1024 * 2**20
+        assert asked[-1] == card
