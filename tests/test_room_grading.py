@@ -70,10 +70,51 @@ def test_the_test_cell_is_the_lessons_own_check():
     (exercise,) = find_exercises(lesson)
     cells = graded(assignment_of(lesson, "03_sampler"))
     _, check = split_trailer(lesson.cells[exercise.solutions[-1]].source, "03")
-    assert cells["draw_kernels-test"].source == check
-    assert check.startswith("verdict = check_draw_kernels(draw_actions, DRAW_ACTIONS, backend)")
+    call = "verdict = check_draw_kernels(draw_actions, DRAW_ACTIONS, backend)"
+    assert check.startswith(call) and "verdict.passed_here" in check
+    test = cells["draw_kernels-test"].source  # the same call; the assert made strict
+    assert test.startswith(call) and test.endswith("\nassert verdict, verdict")
+    assert "passed_here" not in test
     stub = lesson.cells[exercise.stubs[1]].source  # the Numba stub, then the solution
     assert cells["draw_kernels-answer-2"].source.startswith(split_trailer(stub, "03")[0])
+
+
+def free_names(source: str) -> set[str]:
+    """The names a cell reads that it does not define and Python does not provide."""
+    import ast
+    import builtins
+
+    tree = ast.parse(source)
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Load)}
+    return read - set(dir(builtins))
+
+
+@pytest.mark.parametrize("lesson", ["02_kernel_launch", "03_sampler", "04_reset_and_log",
+                                    "05_custom_env", "06_tag", "10_gpu_fundamentals"])
+def test_a_grade_never_counts_cuda_c_that_did_not_run(lesson):
+    """The lesson's solution cell passes on a machine without PyCUDA on what it could run;
+    its test cell, run as nbgrader runs it, scores 0 for the same verdict (a right Numba
+    half, the CUDA C never run) and full marks only where both halves ran and were right."""
+    from wd_teach.exercises.verdict import Verdict
+
+    made = assignment_of(nbformat.read(NOTEBOOKS / f"{lesson}.ipynb", 4), lesson)
+    tests = [c.source for c in graded(made).values()
+             if c.metadata.nbgrader.grade and c.source.startswith("verdict = check_")]
+    assert tests, f"{lesson} has a two-language exercise"
+    half = Verdict(right=("Numba",), not_run=(("CUDA C", "PyCUDA is not installed"),))
+    whole = Verdict(right=("Numba", "CUDA C"))
+    for source in tests:
+        checker = source.split("=", 1)[1].split("(")[0].strip()
+        for verdict, scores in [(half, False), (whole, True)]:
+            space = {name: None for name in free_names(source)}  # the lesson's kernels
+            space[checker] = lambda *args, v=verdict, **kwargs: v
+            try:
+                exec(compile(source, f"{lesson} test cell", "exec"), space)
+            except AssertionError as failed:
+                assert not scores and "NOT run here: CUDA C" in str(failed)
+            else:
+                assert scores, f"{lesson}: {checker}'s CUDA C never ran, yet it scored"
 
 
 def test_a_lesson_that_cannot_be_graded_is_refused_with_what_to_do(tmp_path):

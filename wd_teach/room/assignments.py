@@ -11,7 +11,9 @@ section turned into
     answer cell(s)   the stub, then the solution between nbgrader's markers: a learner
                      receives the stub alone, the teacher's copy runs the solution
     test cell        the solution's own last lines: the same checker the learner runs,
-                     and the same assert on its verdict, worth POINTS
+                     and an assert on its verdict, worth POINTS. Where the lesson lets a
+                     machine without PyCUDA pass on the half it could run, the grade does
+                     not: a two-language exercise scores only where its CUDA C ran too
 
 so there is one checker with two uses, and an assignment cannot drift from its lesson: it
 is made again from the notebook whenever the notebook changes (`wd-teach course DIR`).
@@ -41,6 +43,14 @@ COURSE_ID = "wd-teach"
 #: The folder of the lessons, in a clone of the repository and in the workshop image.
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+#: A two-language solution cell lets a machine without PyCUDA pass on what it could run
+#: (`verdict.passed_here`, with the comment above it). A grade does not: there the exercise
+#: scores only where every language ran here and was right.
+PASSED_HERE = re.compile(r"^(# True only where both halves ran.*\n)?"
+                         r"assert verdict if .+ else verdict\.passed_here$", re.MULTILINE)
+STRICT = ("# Graded: every language must run here and be right. CUDA C runs only through\n"
+          "# PyCUDA on a GPU: where it could not, the verdict says so and this scores 0.\n"
+          "assert verdict, verdict")
 
 COURSE_CONFIG = '''"""nbgrader's settings for the wd-teach course (written by `wd-teach course`).
 
@@ -143,7 +153,7 @@ def _graded_cells(nb, exercise: Exercise, lesson: str) -> list:
         source = "\n".join(filter(None, [stub_code, BEGIN, solution_code, END]))
         cells.append(_nbgrader_cell(source, f"{part}-answer-{number + 1}", solution=True))
     _, trailer = split_trailer(nb.cells[exercise.solutions[-1]].source, lesson)
-    cells.append(_nbgrader_cell(trailer, f"{part}-test", grade=True))
+    cells.append(_nbgrader_cell(PASSED_HERE.sub(STRICT, trailer), f"{part}-test", grade=True))
     return cells
 
 
