@@ -1,6 +1,6 @@
 """Agents that leave the game (Tag's caught runners; Env.agents_in_game) count for nothing
 in the losses and the metrics: the rollout records who was in the game, A2C and PPO weigh
-each sample by it and end an agent's episode where it left, checked against NumPy."""
+each sample by it and end an agent's episode where it left, each checked against NumPy."""
 
 import copy
 
@@ -89,6 +89,58 @@ def test_a2c_with_departures_matches_numpy():
     batch, config = batch_with_departures(), a2c.Config(gamma=0.9, gae_lambda=0.8)
     learn = learner(a2c, config)
     want = numpy_masked_a2c(batch, copy.deepcopy(learn.policy), config)
+    got = learn.update(batch)
+    for name, value in want.items():
+        assert float(got[name]) == pytest.approx(value, rel=1e-5, abs=1e-6), name
+
+
+def numpy_masked_ppo(batch, net, config):
+    """PPO's losses with departures for one epoch of one minibatch (every sample, so the
+    losses are those at the starting weights), in NumPy float64: the same GAE as A2C's,
+    the advantages normalised over the active samples only, the clipped objective, the
+    critic's regression, the entropy and the clipped fraction averaged over them."""
+    ends = np.maximum(batch.dones.numpy(), batch.left.numpy())
+    r, v = batch.rewards.double().numpy(), batch.values.double().numpy()
+    last = batch.last_values.double().numpy()
+    adv, carried = np.zeros_like(r), np.zeros_like(last)
+    for t in reversed(range(STEPS)):
+        nxt = last if t == STEPS - 1 else v[t + 1]
+        alive = 1 - ends[t]
+        carried = r[t] + config.gamma * nxt * alive - v[t] \
+            + config.gamma * config.gae_lambda * alive * carried
+        adv[t] = carried
+    returns = adv + v
+    w = batch.active.double().numpy()
+    n = w.sum()
+    mean = (w * adv).sum() / n
+    spread = np.sqrt((w * (adv - mean) ** 2).sum() / (n - 1))
+    norm = (adv - mean) / (spread + 1e-8)
+    with torch.no_grad():
+        log_prob, entropy, value = net.evaluate(batch.obs.reshape(-1, OBS),
+                                                batch.actions.reshape(-1, 1))
+    log_prob, entropy, value = (x.double().numpy().reshape(w.shape)
+                                for x in (log_prob, entropy, value))
+    ratio = np.exp(log_prob - batch.log_probs.double().numpy())
+    clipped = np.clip(ratio, 1 - config.clip_coef, 1 + config.clip_coef)
+    policy_loss = -(w * np.minimum(ratio * norm, clipped * norm)).sum() / n
+    value_loss = 0.5 * (w * (value - returns) ** 2).sum() / n
+    ent = (w * entropy).sum() / n
+    fraction = (w * (np.abs(ratio - 1) > config.clip_coef)).sum() / n
+    return {"policy_loss": policy_loss, "value_loss": value_loss, "entropy": ent,
+            "clip_fraction": fraction,
+            "loss": policy_loss + config.value_coef * value_loss - config.entropy_coef * ent}
+
+
+@pytest.mark.parametrize("shuffle", ["samples", "trajectories"])
+def test_ppo_with_departures_matches_numpy(shuffle):
+    """The batch's old log-probabilities are not the policy's, so ratios spread beyond
+    the clip: the masked clipped objective is checked where clipping acts."""
+    batch = batch_with_departures()
+    config = ppo.Config(gamma=0.9, gae_lambda=0.8, epochs=1, num_minibatches=1,
+                        shuffle=shuffle)
+    learn = learner(ppo, config)
+    want = numpy_masked_ppo(batch, copy.deepcopy(learn.policy), config)
+    assert 0 < want["clip_fraction"] < 1  # both sides of the clip are exercised
     got = learn.update(batch)
     for name, value in want.items():
         assert float(got[name]) == pytest.approx(value, rel=1e-5, abs=1e-6), name
