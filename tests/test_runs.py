@@ -437,3 +437,18 @@ def test_a_runs_files_all_have_the_mode_of_a_new_file(tmp_path):
         assert {"checkpoint.safetensors", "checkpoint_00001.safetensors",
                 "metrics.csv", "config.yaml"} <= set(modes)
         assert set(modes.values()) == {oct(0o666 & ~umask)}, modes
+
+
+def test_a_backend_given_as_the_package_s_constant_is_written_as_its_name(tmp_path):
+    """wd_teach's backends are str subclasses (wd_teach.backends.NUMPY); a run given one
+    (a notebook's `backend`, not a typed string) writes config.yaml and its checkpoint
+    with the plain name, and resumes from it."""
+    from wd_teach.backends import NUMPY
+    from wd_teach.train.trainer import Trainer
+
+    folder = tmp_path / "run"
+    assert main(["train", "cartpole", "--out", str(folder), "--quiet", "--backend", NUMPY,
+                 "--envs", "4", "--iterations", "1"]) == 0
+    assert "  backend: numpy\n" in (folder / "config.yaml").read_text()
+    resumed = Trainer.from_checkpoint(latest_checkpoint(folder), gpu=False)
+    assert resumed.backend == "numpy" and type(resumed.config.env.backend) is str

@@ -233,6 +233,8 @@ def build(raw: dict) -> TrainConfig:
         raise ConfigError(f"env.backend={env.backend!r}: choose one of "
                           f"{', '.join(ENV_BACKENDS)}, or leave it out (null) for the best "
                           "this machine runs.")
+    if env.backend is not None:  # a Backend (a str subclass) as the plain name YAML writes
+        env = dataclasses.replace(env, backend=str(env.backend))
     policies_raw = _check_mapping(raw["policies"], "policies")
     policies = {str(name): _section(PolicySection, spec or {}, f"policies.{name}")
                 for name, spec in policies_raw.items() if spec is not None}
