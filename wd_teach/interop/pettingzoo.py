@@ -17,8 +17,8 @@ followed by the agent's place within that role: roles "predators" and "prey" mak
 "predator_0", "predator_1", ..., "prey_0", ...; an env that names no roles has "agent_0",
 "agent_1", .... Each agent has its role's observation and action spaces, as gymnasium
 spaces: where roles see or choose different things (Env.role_observation_spaces,
-Env.role_action_spaces: speaker_listener's speaker reads 5 numbers, its listener 17), each
-agent's are its own role's; elsewhere every agent has the env's.
+Env.role_action_spaces), each agent's are its own role's; elsewhere every agent has the
+env's.
 
 An agent leaves `agents` once it is terminated or truncated, the PettingZoo way. Which
 agents still play the env says through `Env.agents_in_game(store)` (a game that removes an
