@@ -169,6 +169,9 @@ def explain_compile_error(log: str, source: str) -> str:
 
 _modules: dict[str, object] = {}
 _context = None
+#: What the driver says when it loads a compiled kernel that is not whole (seen with 32
+#: processes compiling one kernel at once on an H200: bench/room.py).
+HALF_WRITTEN = "device kernel image is invalid"
 
 
 def require_pycuda():
@@ -213,9 +216,18 @@ def compile_module(source: str, dirs: list[str] | None = None):
         from pycuda.compiler import SourceModule
 
         try:
-            _modules[key] = SourceModule(source, no_extern_c=True,
-                                         include_dirs=dirs)
+            try:
+                module = SourceModule(source, no_extern_c=True, include_dirs=dirs)
+            except driver.LogicError as err:
+                if HALF_WRITTEN not in str(err):
+                    raise
+                # PyCUDA writes its on-disk cache of compiled kernels in place: a process
+                # that reads a binary another is still writing (a room's seats compiling the
+                # same kernel at once) loads half a file. Compile afresh, past the cache.
+                module = SourceModule(source, no_extern_c=True, include_dirs=dirs,
+                                      cache_dir=False)
         except driver.CompileError as err:
             raise CompileError(explain_compile_error(
                 f"{err.stderr or ''}\n{err.stdout or ''}", source)) from None
+        _modules[key] = module
     return _modules[key]
