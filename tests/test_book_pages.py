@@ -113,3 +113,24 @@ def test_outputs_are_drawn_without_thebe():
     assert list(gif) == ["image/gif", "text/plain"] and text == {"text/plain": "a 1"}
     shown = Image.open(io.BytesIO(base64.b64decode(gif["image/gif"])))
     assert shown.n_frames == 3 and shown.info["duration"] == 50
+
+
+def test_the_pages_workflow_publishes_what_book_sh_builds_under_the_repository_s_path():
+    """.github/workflows/pages.yml: README's one workflow. It runs scripts/book.sh with
+    BASE_URL set to the repository's Pages path, uploads the folder book.sh writes to, and
+    deploys it with the permissions Pages asks for."""
+    import re
+
+    import yaml
+
+    flow = yaml.safe_load((REPO / ".github/workflows/pages.yml").read_text())
+    assert flow["permissions"] == {"contents": "read", "pages": "write", "id-token": "write"}
+    build = flow["jobs"]["build"]["steps"]
+    runs = [s["run"] for s in build if "run" in s]
+    assert runs == ['BASE_URL="/${{ github.event.repository.name }}" bash scripts/book.sh']
+    default_out = re.search(r'BOOK_OUT:-([^}"]+)', (REPO / "scripts/book.sh").read_text())[1]
+    (upload,) = [s for s in build if s.get("uses", "").startswith("actions/upload-pages-artifact")]
+    assert upload["with"]["path"] == default_out
+    deploy = flow["jobs"]["deploy"]
+    assert deploy["needs"] == "build"
+    assert [s["uses"].split("@")[0] for s in deploy["steps"]] == ["actions/deploy-pages"]
