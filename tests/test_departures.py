@@ -56,9 +56,9 @@ def learner(module, config, seed=0):
     return module.Learner(policy(seed), config, options)
 
 
-def numpy_masked_a2c(batch, net, config):
-    """A2C's losses with departures, in NumPy float64: GAE ending each agent's episode where
-    its env's ended or it left, the sums over the active samples only."""
+def numpy_gae(batch, config):
+    """(advantages, returns) in NumPy float64: GAE ending each agent's episode where its
+    env's ended or it left."""
     r, v = batch.rewards.double().numpy(), batch.values.double().numpy()
     ends = np.maximum(batch.dones.numpy(), batch.left.numpy())
     last = batch.last_values.double().numpy()
@@ -70,7 +70,13 @@ def numpy_masked_a2c(batch, net, config):
         delta = r[t] + config.gamma * nxt * alive - v[t]
         carried = delta + config.gamma * config.gae_lambda * alive * carried
         adv[t] = carried
-    returns = adv + v
+    return adv, adv + v
+
+
+def numpy_masked_a2c(batch, net, config):
+    """A2C's losses with departures, in NumPy float64: numpy_gae's advantages, the sums over
+    the active samples only."""
+    adv, returns = numpy_gae(batch, config)
     w = batch.active.double().numpy()
     with torch.no_grad():
         log_prob, entropy, value = net.evaluate(batch.obs.reshape(-1, OBS),
@@ -96,20 +102,10 @@ def test_a2c_with_departures_matches_numpy():
 
 def numpy_masked_ppo(batch, net, config):
     """PPO's losses with departures for one epoch of one minibatch (every sample, so the
-    losses are those at the starting weights), in NumPy float64: the same GAE as A2C's,
-    the advantages normalised over the active samples only, the clipped objective, the
-    critic's regression, the entropy and the clipped fraction averaged over them."""
-    ends = np.maximum(batch.dones.numpy(), batch.left.numpy())
-    r, v = batch.rewards.double().numpy(), batch.values.double().numpy()
-    last = batch.last_values.double().numpy()
-    adv, carried = np.zeros_like(r), np.zeros_like(last)
-    for t in reversed(range(STEPS)):
-        nxt = last if t == STEPS - 1 else v[t + 1]
-        alive = 1 - ends[t]
-        carried = r[t] + config.gamma * nxt * alive - v[t] \
-            + config.gamma * config.gae_lambda * alive * carried
-        adv[t] = carried
-    returns = adv + v
+    losses are those at the starting weights), in NumPy float64: numpy_gae's advantages
+    normalised over the active samples only, the clipped objective, the critic's
+    regression, the entropy and the clipped fraction averaged over them."""
+    adv, returns = numpy_gae(batch, config)
     w = batch.active.double().numpy()
     n = w.sum()
     mean = (w * adv).sum() / n
