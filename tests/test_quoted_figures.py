@@ -3,9 +3,11 @@
 A measured number in prose goes stale silently when the measurement is run again. So every
 passage (a paragraph or a list item) that cites a results file, `bench/results/NAME.json`,
 quotes only numbers found in the files it cites (or in bench/NOTES.md where it cites that
-too), rounded as quoted; sizes (envs, games, agents, iterations) are settings, not
-measurements. A count of tests has no file to be checked against, so none is quoted: the
-test run says it. The notebooks' times have their own test (tests/test_lesson_plans.py).
+too, or among the numbers of a log it cites), rounded as quoted: rates and counts,
+milliseconds, seconds, GiB and multiples ("5.7x": a number in the files or the ratio of
+two); sizes (envs, games, agents, iterations) are settings, not measurements. A count of
+tests has no file to be checked against, so none is quoted: the test run says it. The
+notebooks' times have their own test (tests/test_lesson_plans.py).
 """
 
 import json
@@ -22,6 +24,12 @@ BIG = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+)(?![\d,]*\d)(?!\s*(?:x |envs\b
                  r"agents\b|iterations\b|runners\b|-env))")
 #: 0.365 ms: a measured time.
 MILLISECONDS = re.compile(r"(?<![\w.,])(\d+\.\d+) ms\b")
+#: 41 s, 2.5-3.2 s, 36 to 38 s: a measured time in seconds (both ends of a range).
+SECONDS = re.compile(r"(?<![\w.,-])(\d+(?:\.\d+)?)(?:(?:-| to )(\d+(?:\.\d+)?))? s\b")
+#: 33.6 GiB: measured memory (the files hold GiB or bytes).
+GIB = re.compile(r"(?<![\w.,])(\d+(?:\.\d+)?) GiB\b")
+#: 5.7x, 305x: a measured multiple (in the files, or the ratio of two of their numbers).
+MULTIPLE = re.compile(r"(?<![\w.,])(\d+(?:\.\d+)?)x\b")
 
 
 def passages(text: str) -> list[str]:
@@ -57,6 +65,26 @@ def unfound(passage: str) -> list[str]:
         if not any(round(v, places) == float(quoted) or round(v * 1e3, places) == float(quoted)
                    for v in values):
             missing.append(f"{quoted} ms")
+    logs = "".join((REPO / "bench" / "results" / name).read_text()
+                   for name in re.findall(r"bench/results/([\w.-]+\.log)", passage))
+    values += [float(n.replace(",", "")) for n in re.findall(r"\d[\d,]*(?:\.\d+)?", logs)]
+
+    def held(quoted: str, unit: str, scales=(1.0,)) -> bool:
+        """In the files, rounded as quoted, or written so in the notes or a cited log."""
+        places = len(quoted.split(".")[1]) if "." in quoted else 0
+        return (any(round(v * k, places) == float(quoted) for v in values for k in scales)
+                or f"{quoted}{unit}" in notes or f"{quoted}{unit}" in logs)
+
+    for low, high in SECONDS.findall(passage):
+        missing += [f"{q} s" for q in (low, high) if q and not held(q, " s")]
+    missing += [f"{q} GiB" for q in GIB.findall(passage)
+                if not held(q, " GiB", (1.0, 1 / 2**30))]
+    distinct = sorted({v for v in values if v})[:2000]
+    for quoted in MULTIPLE.findall(passage):
+        places = len(quoted.split(".")[1]) if "." in quoted else 0
+        if not (held(quoted, "x") or any(round(a / b, places) == float(quoted)
+                                          for a in distinct for b in distinct)):
+            missing.append(f"{quoted}x")
     return missing
 
 
@@ -80,3 +108,13 @@ def test_a_figure_the_cited_file_lacks_is_found():
                "(`bench/results/versus_warpdrive_h100.json`)")
     assert unfound(passage) == ["12.345 ms"]
     assert "1,234,567" in unfound(passage.replace("899,969", "1,234,567"))
+
+
+def test_a_time_memory_or_multiple_the_cited_file_lacks_is_found():
+    passage = ("32 seats trained in 36 to 38 s each, 41 s in all, peak 33.6 GiB "
+               "(`bench/results/room_h200.json`)")
+    assert unfound(passage) == []
+    assert unfound(passage.replace("38 s", "48 s")) == ["48 s"]
+    assert unfound(passage.replace("41 s", "4.1 s")) == ["4.1 s"]
+    assert unfound(passage.replace("33.6 GiB", "36.6 GiB")) == ["36.6 GiB"]
+    assert unfound(passage + ", 9.99x the seat's limit") == ["9.99x"]
