@@ -102,3 +102,26 @@ def test_bad_scores_are_refused(scores, words):
 def test_a_confidence_out_of_range_is_refused():
     with pytest.raises(TrainError, match="confidence must be in"):
         iqm_interval({0: 1.0, 1: 2.0}, confidence=95)
+
+
+def test_an_rliable_that_cannot_import_is_named_with_what_to_install(monkeypatch):
+    """arch 7 under pandas 3 fails inside rliable's import with a TypeError that names
+    neither; the interval says which packages it found and what to install."""
+    import builtins
+
+    from wd_teach.errors import MissingPieceError
+    from wd_teach.train import intervals
+
+    real_import = builtins.__import__
+
+    def broken(name, *args, **kwargs):
+        fromlist = args[2] if len(args) > 2 else kwargs.get("fromlist")
+        if name == "rliable" and "library" in (fromlist or ()):
+            raise TypeError("deprecate_kwarg() missing 1 required positional argument: "
+                            "'new_arg_name'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", broken)
+    with pytest.raises(MissingPieceError, match=r"TypeError: deprecate_kwarg.*pandas \S+.*"
+                                                r"pip install 'rliable>=1.2,<1.3' 'pandas<3'"):
+        intervals.iqm_interval({0: 1.0, 1: 2.0, 2: 3.0})

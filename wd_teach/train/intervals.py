@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from wd_teach.errors import TrainError
+from wd_teach.errors import MissingPieceError, TrainError
 
 
 @dataclass(frozen=True)
@@ -46,13 +46,37 @@ def iqm(scores) -> float:
     return float(metrics.aggregate_iqm(np.asarray(scores, dtype=float)))
 
 
+def rliable_library():
+    """rliable.library, which imports arch for its bootstrap; a clear error where that
+    fails. arch 7 (rliable 1.2 asks for arch below 8) does not import under pandas 3, and
+    then says only `deprecate_kwarg() missing 1 required positional argument`."""
+    try:
+        from rliable import library
+    except Exception as err:  # ImportError, or arch's TypeError under pandas 3
+        from importlib import metadata
+
+        def version(name):
+            try:
+                return metadata.version(name)
+            except metadata.PackageNotFoundError:
+                return "not installed"
+
+        found = ", ".join(f"{n} {version(n)}" for n in ("rliable", "arch", "pandas"))
+        raise MissingPieceError(
+            f"the interval estimates need rliable, which could not be imported "
+            f"({type(err).__name__}: {err}; here: {found}). wd-teach asks for rliable 1.2, "
+            f"whose arch needs pandas below 3: pip install 'rliable>=1.2,<1.3' 'pandas<3' "
+            f"(pip install -e . does it).") from err
+    return library
+
+
 def iqm_interval(scores: Mapping[int, float], *, confidence: float = 0.95, reps: int = 2000,
                  random_seed: int = 0) -> Interval:
     """The IQM of `scores` ({seed: score}, at least two seeds) and its `confidence`
     interval from `reps` bootstrap resamples of the seeds (percentile method). The resampling
     is seeded, so the same scores always give the same interval."""
     seeds, values = _checked(scores, confidence, reps)
-    from rliable import library
+    library = rliable_library()
 
     # rliable 1.2's StratifiedBootstrap draws its resamples from NumPy's global generator,
     # not from the random_state it is handed: that one is seeded for this call and put back.
