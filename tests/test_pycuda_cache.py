@@ -13,11 +13,11 @@ from wd_teach import cuda_c
 
 
 class LogicError(RuntimeError):
-    pass
+    """pycuda.driver.LogicError, as the fake driver raises it."""
 
 
 class CompileError(RuntimeError):
-    pass
+    """pycuda.driver.CompileError, which compile_module turns into its own CompileError."""
 
 
 def fake_pycuda(monkeypatch, first_error):

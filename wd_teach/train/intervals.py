@@ -53,15 +53,10 @@ def rliable_library():
     try:
         from rliable import library
     except Exception as err:  # ImportError, or arch's TypeError under pandas 3
-        from importlib import metadata
+        from wd_teach.device import _version
 
-        def version(name):
-            try:
-                return metadata.version(name)
-            except metadata.PackageNotFoundError:
-                return "not installed"
-
-        found = ", ".join(f"{n} {version(n)}" for n in ("rliable", "arch", "pandas"))
+        found = ", ".join(f"{n} {_version(n) or 'not installed'}"
+                          for n in ("rliable", "arch", "pandas"))
         raise MissingPieceError(
             f"the interval estimates need rliable, which could not be imported "
             f"({type(err).__name__}: {err}; here: {found}). wd-teach asks for rliable 1.2, "
