@@ -42,6 +42,9 @@ def right_where_it_ran(verdict) -> bool:
 #: It compiles; without a GPU it cannot run, and the verdict must not be True.
 MOVE_C_WITHOUT_DT_OR_GUARD = (DEMO_CUDA_C.replace("  if (agent >= num_agents) return;\n", "")
                               .replace("pos[i] += vel[i] * dt;", "pos[i] += vel[i];"))
+#: Known wrong, and only in its guard: right numbers, but the spare threads write past the
+#: agents (on a GPU that write lands past the array; the fenced launch shows it).
+MOVE_C_WITHOUT_GUARD = DEMO_CUDA_C.replace("  if (agent >= num_agents) return;\n", "")
 
 
 # -- 03_sampler: draw_actions -----------------------------------------------------------------

@@ -16,7 +16,13 @@ from __future__ import annotations
 import numpy as np
 
 from wd_teach.data import DataStore
-from wd_teach.exercises.cuda_c_check import check_halves, compile_only, launch_learner_kernel
+from wd_teach.exercises.cuda_c_check import (
+    CRASH_HINT,
+    check_halves,
+    compile_only,
+    launch_learner_kernel,
+)
+from wd_teach.exercises.fence import spare_threads_stay_inside
 from wd_teach.exercises.verdict import Verdict, not_yet
 from wd_teach.launch import launch_geometry
 from wd_teach.lessons.sizes import lesson_sizes
@@ -92,5 +98,13 @@ def _run_both_shapes(kernel, backend: str, label: str) -> bool:
         if not np.array_equal(vel_after, vel):
             print(f"{label}: vel changed. Only pos moves; vel is read, not written.")
             return False
-    print(f"{label}: ran on {backend}, one and several blocks per environment: right.")
+    # On a GPU a missing guard can still give right numbers (see wd_teach.exercises.fence):
+    # once more, several blocks per environment, with a fence after every array.
+    if not spare_threads_stay_inside(
+            make_store(), backend, kernel, f"{label}, several blocks per environment, fenced",
+            f"the parameters are {PARAMETERS}, named as in the store.",
+            max_threads=split_threads(agents), guard_hint=CRASH_HINT):
+        return False
+    print(f"{label}: ran on {backend}, one and several blocks per environment: right, and "
+          "no thread wrote past the end of an array.")
     return True

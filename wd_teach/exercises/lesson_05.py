@@ -38,7 +38,7 @@ from functools import partial
 import numpy as np
 from gymnasium import spaces
 
-from wd_teach import cuda_c
+from wd_teach import backends, cuda_c
 from wd_teach._simulator import simulator_on
 from wd_teach.env import OBS, Env, EpisodeMetric, StateArray, Tolerance, require
 from wd_teach.env.consistency import check_consistency
@@ -54,12 +54,14 @@ from wd_teach.exercises.barriers import (
     synccheck,
 )
 from wd_teach.exercises.cuda_c_check import (
+    CRASH_HINT,
     LABEL,
     check_halves,
     compile_only,
     run_learner_code,
     say_why_it_failed,
 )
+from wd_teach.exercises.fence import spare_threads_stay_inside
 from wd_teach.exercises.gather.env import Gather, GatherConfig
 from wd_teach.exercises.verdict import Verdict, not_yet
 from wd_teach.launch import MAX_THREADS_PER_BLOCK
@@ -208,8 +210,18 @@ def _run_beside_reference(numba_kernel, cuda_c_source, backend: str, label: str)
             print(f"{label}, {shape}: first divergence from the NumPy reference at {found}.")
             print(f"Hint: {HINTS.get(found.array, 'compare with parking_reference.')}")
             return False
+    # On a GPU a missing guard can still give right numbers (see wd_teach.exercises.fence):
+    # one step more, two blocks per environment, with a fence after every array.
+    (kernels, _), = backends.get(backend).env_kernels(env)
+    if not spare_threads_stay_inside(
+            EnvWrapper(env, sizes.num_envs, "numpy").store, backend, kernels,
+            f"{label}, two blocks per environment, fenced",
+            f"the parameters are {PARAMETERS}, named as in the store.", max_threads=split,
+            names=("parking_step",), guard_hint=CRASH_HINT):
+        return False
     print(f"{label}: ran on {backend} beside the NumPy reference for {steps} steps, with one "
-          "and with two blocks per environment: they agree at every step.")
+          "and with two blocks per environment: they agree at every step, and no thread "
+          "wrote past the end of an array.")
     return True
 
 
