@@ -90,6 +90,23 @@ def sanitize(kernel: str, tool: str = "memcheck", backend: str = "numba") -> Rep
         raise ValueError(f"tool {tool!r}: use one of {', '.join(TOOLS)}.")
     if kernel not in RUNS:
         raise ValueError(f"kernel {kernel!r}: use one of {', '.join(RUNS)}.")
+    return Report(tool, kernel, *_under_tool(tool, ["-m", MODULE, kernel, "--backend",
+                                                     str(backend)]))
+
+
+def sanitize_program(arguments: list[str], tool: str = "memcheck",
+                     time_limit: int = TIME_LIMIT) -> Report:
+    """Run `python ARGUMENTS...` (a whole program: `["-m", "wd_teach", "train", ...]`) under
+    compute-sanitizer's `tool`, so that every kernel it launches, the package's and torch's,
+    is watched. The report's kernel is the program's arguments."""
+    if tool not in TOOLS:
+        raise ValueError(f"tool {tool!r}: use one of {', '.join(TOOLS)}.")
+    return Report(tool, " ".join(arguments), *_under_tool(tool, arguments, time_limit))
+
+
+def _under_tool(tool: str, arguments: list[str],
+                time_limit: int = TIME_LIMIT) -> tuple[int | None, str]:
+    """(errors counted, output) of `python ARGUMENTS...` run under `tool`."""
     sanitizer = find_compute_sanitizer()
     if sanitizer is None:
         raise FileNotFoundError(
@@ -98,12 +115,12 @@ def sanitize(kernel: str, tool: str = "memcheck", backend: str = "numba") -> Rep
     # API errors are left out: Numba's set-up of its CUDA context asks the driver questions
     # whose error answers it expects (measured on an H100: 34 such calls under memcheck),
     # which the tool would count; the lesson is about what the kernels do.
-    command = [sanitizer, "--tool", tool, "--report-api-errors", "no", sys.executable, "-m",
-               MODULE, kernel, "--backend", str(backend)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=TIME_LIMIT,
+    command = [sanitizer, "--tool", tool, "--report-api-errors", "no", sys.executable,
+               *arguments]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=time_limit,
                           env={**os.environ, **EXACT_ALLOCATIONS})
     output = done.stdout + done.stderr
-    return Report(tool, kernel, errors_in(output), output)
+    return errors_in(output), output
 
 
 #: torch keeps freed memory and hands out pieces of large blocks, so a write past the end of
