@@ -65,6 +65,14 @@ def check_move_kernel(numba_kernel, cuda_c_source, backend: str) -> Verdict:
 
 def _run_both_shapes(kernel, backend: str, label: str) -> bool:
     agents = lesson_sizes().num_agents
+    # First, the guard. On a GPU a kernel without it can still give right numbers (see
+    # wd_teach.exercises.fence), and its stray writes can make the comparisons below point at
+    # the wrong mistake: one launch, several blocks per environment, a fence after each array.
+    if not spare_threads_stay_inside(
+            make_store(), backend, kernel, f"{label}, several blocks per environment, fenced",
+            f"the parameters are {PARAMETERS}, named as in the store.",
+            max_threads=split_threads(agents), guard_hint=CRASH_HINT):
+        return False
     for max_threads, shape in ((agents, "one block per environment"),
                                (split_threads(agents), "several blocks per environment")):
         store = make_store()
@@ -98,13 +106,6 @@ def _run_both_shapes(kernel, backend: str, label: str) -> bool:
         if not np.array_equal(vel_after, vel):
             print(f"{label}: vel changed. Only pos moves; vel is read, not written.")
             return False
-    # On a GPU a missing guard can still give right numbers (see wd_teach.exercises.fence):
-    # once more, several blocks per environment, with a fence after every array.
-    if not spare_threads_stay_inside(
-            make_store(), backend, kernel, f"{label}, several blocks per environment, fenced",
-            f"the parameters are {PARAMETERS}, named as in the store.",
-            max_threads=split_threads(agents), guard_hint=CRASH_HINT):
-        return False
     print(f"{label}: ran on {backend}, one and several blocks per environment: right, and "
           "no thread wrote past the end of an array.")
     return True

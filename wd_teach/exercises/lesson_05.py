@@ -197,6 +197,16 @@ def _run_beside_reference(numba_kernel, cuda_c_source, backend: str, label: str)
                       episode_length=max(4, sizes.episode_length), length=5.0)
     steps = env.episode_length + 2  # past the end of an episode and into the next
     split = max(1, env.num_agents // 2 + 1)
+    # First, the guard. On a GPU a kernel without it can still give right numbers (see
+    # wd_teach.exercises.fence), or part from the reference where the stray writes land and
+    # point at the wrong mistake: one step, two blocks per environment, a fence after each array.
+    (kernels, _), = backends.get(backend).env_kernels(env)
+    if not spare_threads_stay_inside(
+            EnvWrapper(env, sizes.num_envs, "numpy").store, backend, kernels,
+            f"{label}, two blocks per environment, fenced",
+            f"the parameters are {PARAMETERS}, named as in the store.", max_threads=split,
+            names=("parking_step",), guard_hint=CRASH_HINT):
+        return False
     for max_threads, shape in ((MAX_THREADS_PER_BLOCK, "one block per environment"),
                                (split, "two blocks per environment")):
         report = run_learner_code(
@@ -210,15 +220,6 @@ def _run_beside_reference(numba_kernel, cuda_c_source, backend: str, label: str)
             print(f"{label}, {shape}: first divergence from the NumPy reference at {found}.")
             print(f"Hint: {HINTS.get(found.array, 'compare with parking_reference.')}")
             return False
-    # On a GPU a missing guard can still give right numbers (see wd_teach.exercises.fence):
-    # one step more, two blocks per environment, with a fence after every array.
-    (kernels, _), = backends.get(backend).env_kernels(env)
-    if not spare_threads_stay_inside(
-            EnvWrapper(env, sizes.num_envs, "numpy").store, backend, kernels,
-            f"{label}, two blocks per environment, fenced",
-            f"the parameters are {PARAMETERS}, named as in the store.", max_threads=split,
-            names=("parking_step",), guard_hint=CRASH_HINT):
-        return False
     print(f"{label}: ran on {backend} beside the NumPy reference for {steps} steps, with one "
           "and with two blocks per environment: they agree at every step, and no thread "
           "wrote past the end of an array.")
