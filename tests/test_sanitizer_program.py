@@ -6,7 +6,11 @@ ran, not that the program stopped early."""
 import subprocess
 import sys
 
-SMALL = ["--envs", "8", "--iterations", "2", "--quiet"]
+#: CUDA graphs off: the tool needs torch's memory cache off (wd_teach.fundamentals.sanitizer:
+#: EXACT_ALLOCATIONS), and without it torch allocates from the driver while a graph is being
+#: recorded, which CUDA refuses ("operation not permitted when stream is capturing", seen on
+#: an H200). The kernels a graph replays are the ones launched here one by one.
+SMALL = ["--envs", "8", "--iterations", "2", "--quiet", "--set", "trainer.cuda_graphs=false"]
 #: Each env at a size where every kernel still runs (Tag's search over 60 agents, each
 #: speaker_listener role) and the tool's slowdown stays in seconds.
 RUNS = {

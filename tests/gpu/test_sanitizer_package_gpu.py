@@ -1,9 +1,10 @@
 """compute-sanitizer on the package's own kernels, not only lesson 10's: a short training of
 Tag continuous, Tag on a grid and speaker_listener (their step kernels, the nearest-neighbour
-search, the action sampler, the resets, and the trainer's graphed fast path), run under each
-tool and each backend, must end with the tool's summary and no error. The known-wrong kernel
-each tool should find is tests/gpu/test_gpu_fundamentals_gpu.py's; the fenced checkers'
-(tests/gpu/test_fence_gpu.py) catch a missing guard without the tool."""
+search, the action sampler, the resets and the fast floor's layers, launched one by one rather
+than replayed as a CUDA graph: see SMALL), run under each tool and each backend, must end with
+the tool's summary and no error. The known-wrong kernel each tool should find is
+tests/gpu/test_gpu_fundamentals_gpu.py's; the fenced checkers (tests/gpu/test_fence_gpu.py)
+catch a missing guard without the tool."""
 
 import pytest
 from test_sanitizer_program import RUNS, program
