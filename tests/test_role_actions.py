@@ -116,6 +116,8 @@ def test_pettingzoo_gives_each_role_its_action_space_and_refuses_what_lies_outsi
 
 
 def test_torchrl_gives_each_role_its_action_spec_and_masks_a_mixed_group():
+    pytest.importorskip("torchrl", reason='TorchRL is an extra: pip install -e ".[torchrl]" '
+                        "(the dev extra, which CI installs, has it)")
     from torchrl.envs.utils import check_env_specs
 
     from wd_teach.interop.torchrl import TorchRLEnv
