@@ -6,11 +6,13 @@
 #   GPU_CHECK_WORKERS=4 bash scripts/gpu_check.sh
 #   bash scripts/gpu_check.sh -k speed       # extra arguments go to the tests' pytest
 #
-# Five parts run at once on the one GPU, as workshop seats share one: the test suite
+# Seven parts run at once on the one GPU, as workshop seats share one: the test suite
 # (spread over GPU_CHECK_WORKERS processes with pytest-xdist where it is installed), and the
-# notebooks under WD_TEACH_BACKEND=pycuda and =numba, each backend's notebooks in two halves
-# of about equal time (00-06 with 08 and 10, and 07 with 09: about 250 s each on an H100 beside the
-# tests; 11, added to the second half since, is not yet timed there). Logs and JUnit XML go to $GPU_CHECK_OUT (default artifacts/gpu_check). Each part is
+# notebooks under WD_TEACH_BACKEND=pycuda and =numba, each backend's notebooks in three parts
+# of about equal time (00-04 with 06, 08 and 10; 05 with 11; 07 with 09). On an H200 x4 host
+# beside heavy side jobs the two halves this replaced took 420-513 s, the second cut off at 510 s;
+# the thirds' times are in the table each run prints. Logs and JUnit XML go to
+# $GPU_CHECK_OUT (default artifacts/gpu_check). Each part is
 # interrupted after GPU_CHECK_TIMEOUT seconds (default 540; pytest then still writes what it
 # found) and counts as failed. Exit status 0 only if every part passed.
 # A room's quick version (bench/room.py --seats 2 --small: two seats training at once,
@@ -64,9 +66,9 @@ if wrong:
     sys.exit(1)
 PY
 
-# The test workers and the four notebook runs share the machine's cores: each gets its share
+# The test workers and the six notebook runs share the machine's cores: each gets its share
 # of torch/OpenMP threads, or every process spins up one per core and all slow to a crawl.
-parts=$(( workers + 4 ))
+parts=$(( workers + 6 ))
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$(( $(nproc) / parts > 0 ? $(nproc) / parts : 1 ))}"
 spread=()
 python -c "import xdist" 2>/dev/null && spread=(-n "$workers")
@@ -88,11 +90,12 @@ part() {  # part NAME ENV... -- pytest args: run pytest, log, and time it
 
 part tests WD_TEACH_GPU_CHECK=1 python -m pytest tests -q "${spread[@]}" "${limit[@]}" \
   "${extra[@]}" &
-halves=("notebooks/0[0-6]_*.ipynb notebooks/08_*.ipynb notebooks/10_*.ipynb" "notebooks/07_*.ipynb notebooks/09_*.ipynb notebooks/11_*.ipynb")
+thirds=("notebooks/0[0-4]_*.ipynb notebooks/06_*.ipynb notebooks/08_*.ipynb notebooks/10_*.ipynb"
+        "notebooks/05_*.ipynb notebooks/11_*.ipynb" "notebooks/07_*.ipynb notebooks/09_*.ipynb")
 for backend in pycuda numba; do
-  for half in 1 2; do
+  for third in 1 2 3; do
     # shellcheck disable=SC2086  # the glob is meant to expand
-    part "notebooks-$backend-$half" WD_TEACH_BACKEND=$backend python -m pytest ${halves[half-1]} \
+    part "notebooks-$backend-$third" WD_TEACH_BACKEND=$backend python -m pytest ${thirds[third-1]} \
       -q --nbval-lax --nbval-current-env --nbval-kernel-startup-timeout 180 "${limit[@]}" &
   done
 done
@@ -109,7 +112,7 @@ out = Path(sys.argv[1])
 print(f"\nGPU check on {torch.cuda.get_device_name(0)} (torch {torch.__version__})")
 print(f"{'part':<20} {'passed':>7} {'failed':>7} {'errors':>7} {'skipped':>8} {'seconds':>8}")
 ok = True
-names = ["tests"] + [f"notebooks-{b}-{h}" for b in ("pycuda", "numba") for h in (1, 2)]
+names = ["tests"] + [f"notebooks-{b}-{t}" for b in ("pycuda", "numba") for t in (1, 2, 3)]
 for name in names:
     rc = int((out / f"{name}.rc").read_text())
     seconds = int((out / f"{name}.seconds").read_text())
