@@ -373,3 +373,20 @@ def test_learned_against_chaser_scores_both_on_the_same_games_over_the_seeds(tmp
             assert difference["per_seed"][run["seed"]] == pytest.approx(
                 run[f"learned/{runners}"] - run[f"chaser/{runners}"])
         assert difference["verdict"]
+
+
+def test_greedy_runners_scores_each_critic_greedy_and_drawn(tmp_path, bench_script):
+    """bench/greedy_runners.py at the CPU's toy sizes: both critics of one seed trained, each
+    scored greedy and drawn, the runners' greedy moves measured, and the floor put back."""
+    from wd_teach import floors
+
+    result = bench_script("greedy_runners").main(["--seeds", "1",
+                                                  "--out", str(tmp_path / "g.json")])
+    assert floors._chosen == "unset"
+    rows = json.loads((tmp_path / "g.json").read_text())["rows"]
+    assert [(r["seed"], r["critic"]) for r in rows] == [(0, "independent"), (0, "centralized")]
+    for row in rows:
+        assert row["caught greedy"] >= 0 and row["caught drawn"] >= 0
+        assert row["greedy move a step"] >= 0 and row["actor moved"] > 0  # training moved it
+        assert isinstance(row["greedy games the same"], bool)
+    assert result["rows"] == rows
