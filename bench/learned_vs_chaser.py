@@ -91,11 +91,8 @@ def scores(trainer: Trainer, chaser: torch.nn.Module, envs: int, seed: int) -> d
 
 
 def verdict(interval) -> str:
-    if interval.low > 0:
-        return "learned taggers tag more, on these seeds"
-    if interval.high < 0:
-        return "the chaser tags more, on these seeds"
-    return "the interval holds 0: these seeds cannot tell the two apart"
+    return interval.verdict("learned taggers tag more, on these seeds",
+                            "the chaser tags more, on these seeds")
 
 
 def main(argv=None) -> dict:

@@ -67,11 +67,7 @@ def catches(judge: Trainer, taggers: dict, runners: dict | None, envs: int) -> f
 
 
 def verdict(interval) -> str:
-    if interval.low > 0:
-        return "pool higher on these seeds"
-    if interval.high < 0:
-        return "pool lower on these seeds"
-    return "the interval holds 0: these seeds cannot tell the two apart"
+    return interval.verdict("pool higher on these seeds", "pool lower on these seeds")
 
 
 def main(argv=None) -> dict:

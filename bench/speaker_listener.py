@@ -43,9 +43,9 @@ def verdicts(rows: list[dict], scores: dict, seeds: list[int]) -> list[dict]:
     difference = {s: scores["centralized"]["gap"][s] - scores["independent"]["gap"][s]
                   for s in seeds}
     found = iqm_interval(difference)
-    verdict = ("the centralized critic's gap is larger on these seeds" if found.low > 0 else
-               "the independent critics' gap is larger on these seeds" if found.high < 0 else
-               "the interval holds 0: these seeds cannot tell the two critics apart")
+    verdict = found.verdict("the centralized critic's gap is larger on these seeds",
+                            "the independent critics' gap is larger on these seeds",
+                            "the two critics")
     print(f"  gap, centralized - independent: {found}: {verdict}")
     return [{"critic": "centralized - independent", "measure": "gap", "iqm": found.iqm,
              "low": found.low, "high": found.high, "per_seed": difference, "verdict": verdict}]

@@ -125,3 +125,14 @@ def test_an_rliable_that_cannot_import_is_named_with_what_to_install(monkeypatch
     with pytest.raises(MissingPieceError, match=r"TypeError: deprecate_kwarg.*pandas \S+.*"
                                                 r"pip install 'rliable>=1.2,<1.3' 'pandas<3'"):
         intervals.iqm_interval({0: 1.0, 1: 2.0, 2: 3.0})
+
+
+def test_an_intervals_verdict_claims_a_side_only_where_it_leaves_out_zero():
+    from wd_teach.train.intervals import Interval
+
+    def said(low, high):
+        return Interval(0.0, low, high, (0, 1)).verdict("up", "down", "A and B")
+
+    assert said(0.1, 2.0) == "up" and said(-2.0, -0.1) == "down"
+    for low, high in ((-1.0, 1.0), (0.0, 1.0), (-1.0, 0.0)):
+        assert said(low, high) == "the interval holds 0: these seeds cannot tell A and B apart"

@@ -37,6 +37,16 @@ class Interval:
         return (f"IQM {self.iqm:.3g} ({100 * self.confidence:g}% CI {self.low:.3g} to "
                 f"{self.high:.3g}) over seeds {', '.join(map(str, self.seeds))}")
 
+    def verdict(self, above: str, below: str, apart: str = "the two") -> str:
+        """What the interval of a difference supports, and no more: `above` where all of it
+        is above 0, `below` where all of it is below, else that these seeds cannot tell
+        `apart` apart."""
+        if self.low > 0:
+            return above
+        if self.high < 0:
+            return below
+        return f"the interval holds 0: these seeds cannot tell {apart} apart"
+
 
 def iqm(scores) -> float:
     """The interquartile mean: a quarter of the scores cut from each end, the rest averaged
