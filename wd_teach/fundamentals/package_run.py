@@ -16,13 +16,9 @@ import argparse
 import torch
 from gymnasium import spaces
 
-#: Each env at a small size where every kernel still runs (Tag's search over 60 agents).
-ENVS = {
-    "tag_continuous": {"num_taggers": 6, "num_runners": 54, "num_nearest": 5,
-                       "episode_length": 6},
-    "tag_grid": {"num_taggers": 6, "num_runners": 54, "num_nearest": 5, "episode_length": 6},
-    "speaker_listener": {"episode_length": 6},
-}
+#: Both Tag games at one small size where every kernel still runs (the search over 60 agents).
+TAG = {"num_taggers": 6, "num_runners": 54, "num_nearest": 5, "episode_length": 6}
+ENVS = {"tag_continuous": TAG, "tag_grid": TAG, "speaker_listener": {"episode_length": 6}}
 NUM_ENVS = 8
 
 

@@ -96,9 +96,9 @@ def sanitize(kernel: str, tool: str = "memcheck", backend: str = "numba") -> Rep
 
 def sanitize_program(arguments: list[str], tool: str = "memcheck",
                      time_limit: int = TIME_LIMIT) -> Report:
-    """Run `python ARGUMENTS...` (a whole program: `["-m", "wd_teach", "train", ...]`) under
-    compute-sanitizer's `tool`, so that every kernel it launches, the package's and torch's,
-    is watched. The report's kernel is the program's arguments."""
+    """Run `python ARGUMENTS...`, a whole program (wd_teach.fundamentals.package_run, say),
+    under compute-sanitizer's `tool`, so that every kernel it launches, the package's and
+    torch's, is watched. The report's kernel is the program's arguments."""
     if tool not in TOOLS:
         raise ValueError(f"tool {tool!r}: use one of {', '.join(TOOLS)}.")
     return Report(tool, " ".join(arguments), *_under_tool(tool, arguments, time_limit))
