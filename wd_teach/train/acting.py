@@ -29,12 +29,12 @@ from torch import nn
 from wd_teach.env import ACTIONS
 from wd_teach.sampler.reference import ReferenceSampler
 from wd_teach.sampler.sampler import Sampler
+from wd_teach.train.noise import OUNoise
 from wd_teach.train.policy import (
     LOG_SQRT_2PI,
     CategoricalActorCritic,
     DeterministicActorCritic,
     GaussianActorCritic,
-    OUNoise,
     action_counts,
 )
 

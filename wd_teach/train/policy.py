@@ -3,22 +3,19 @@
 Agents of one role share one network (wd_teach/train/groups.py says who is in which group):
 their observations are rows of one batch, so a step of many agents is a few products.
 
-    CategoricalActorCritic   discrete actions, one or several heads: each head's
-                             probabilities, which the Sampler draws from (A2C, PPO)
+    CategoricalActorCritic   discrete actions in one or several heads (A2C, PPO)
     GaussianActorCritic      continuous actions: a Normal, learned mean and spread (A2C, PPO)
-    DeterministicActorCritic an action explored around with OUNoise, a critic Q(obs, a) (DDPG)
+    DeterministicActorCritic an action and a critic Q(obs, a) (DDPG; noise.py explores)
 
 By default the actor and the critic are two networks: their losses never pull one set of
 weights two ways. With `shared=True` they share one body of hidden layers and differ in
 their output layers alone (WarpDrive's model shape): about half the arithmetic.
 
-With `state_size > 0` the critic is **centralized** (MAPPO, Yu et al., 2022): it reads the
-env's global state followed by the agent's own observation, V(s, o_i), while the actor
-still reads o_i alone. Only training needs the critic, so the trained actors play from their
-own observations, as before; the critic, seeing the whole game, can tell apart situations
-that one agent's view mixes up, and its advantages are less noisy for it.
+With `state_size > 0` the critic is centralized (MAPPO, Yu et al., 2022): V(s, o_i) reads the
+env's global state beside the agent's observation, while the actor reads o_i alone, so the
+trained actors still play from their own observations.
 
-This is the plain floor. wd_teach/fast/policy.py has a twin of each class: the same function
+This is the plain floor; wd_teach/fast/policy.py has a twin of each class: the same function
 and parameters, in fewer kernels on a GPU.
 """
 
@@ -35,6 +32,7 @@ from torch import nn
 from wd_teach.env import action_counts
 from wd_teach.errors import ConfigError
 from wd_teach.train.groups import AgentGroup, agent_groups  # noqa: F401 (their old home)
+from wd_teach.train.noise import OUNoise  # noqa: F401 (its old home)
 
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -95,16 +93,14 @@ class ActorCritic(nn.Module):
             self.critic = mlp([critic_size, *hidden], 1, 1.0, kind, **kinds)
 
     def actor_and_value(self, obs: torch.Tensor, state: torch.Tensor | None = None):
-        """The actor's output and the state value, a shared body run once for both.
-        `state`: the env's global state, one row per agent (same leading axes as `obs`),
-        which a centralized critic reads beside `obs`; None for an independent critic."""
+        """The actor's output and the state value, a shared body run once for both. `state`:
+        the global state, a row per agent, for a centralized critic (None: independent)."""
         features = self.body(obs)
         return self.actor(features), self.critic(self.critic_input(features, state)).squeeze(-1)
 
     def critic_input(self, features: torch.Tensor, state: torch.Tensor | None):
-        """What the critic reads: the body's features of the observation (an independent
-        critic), or the global state followed by the observation (a centralized one; its
-        body is then the identity, so `features` is the observation itself)."""
+        """The body's features (an independent critic), or the global state followed by the
+        observation (a centralized one, whose body is the identity)."""
         if not self.state_size:
             return features
         if state is None:
@@ -159,8 +155,7 @@ class CategoricalActorCritic(ActorCritic):
         return [torch.log_softmax(h, dim=-1) for h in heads]
 
     def log_prob(self, logits: torch.Tensor, actions: torch.Tensor, log_p=None) -> torch.Tensor:
-        """log pi(actions): `actions` [.., heads] (long); the heads' log-probabilities add.
-        `log_p`: this policy's log_softmax(logits), where it is at hand."""
+        """log pi(actions), `actions` [.., heads] (long), heads added; `log_p`: if at hand."""
         log_p = self.log_softmax(logits) if log_p is None else log_p
         if isinstance(log_p, torch.Tensor):
             return log_p.gather(-1, actions.unsqueeze(-1)).squeeze(-1).sum(-1)
@@ -221,26 +216,6 @@ class DeterministicActorCritic(nn.Module):
         return self.critic(torch.cat([obs, action], dim=-1)).squeeze(-1)
 
 
-class OUNoise:
-    """Ornstein-Uhlenbeck noise, one process per (env, agent, action dimension), on the
-    device: x += theta * (0 - x) + sigma * N(0, 1). Successive values are correlated, so an
-    explored action drifts instead of jittering. `reset(done)` restarts finished envs' at 0."""
-
-    def __init__(self, shape: Sequence[int], device: torch.device, generator: torch.Generator,
-                 theta: float = 0.15, sigma: float = 0.2):
-        self.theta, self.sigma, self.generator = float(theta), float(sigma), generator
-        self.state = torch.zeros(tuple(shape), device=device)
-
-    def sample(self) -> torch.Tensor:
-        shock = torch.randn(self.state.shape, generator=self.generator, device=self.state.device)
-        self.state.add_(self.sigma * shock - self.theta * self.state)
-        return self.state
-
-    def reset(self, done: torch.Tensor) -> None:
-        """done: [envs] bool."""
-        self.state.mul_((~done).to(self.state.dtype).view(-1, *([1] * (self.state.dim() - 1))))
-
-
 #: The classes make_policy makes: (discrete, continuous, deterministic); the fast floor's
 #: twins are wd_teach.fast.policy.CLASSES.
 CLASSES = (CategoricalActorCritic, GaussianActorCritic, DeterministicActorCritic)
@@ -254,11 +229,11 @@ def make_policy(kind: str, obs_size: int, action_space: spaces.Space, hidden: Se
     ReLU for DDPG's, as their authors used); `classes`: see CLASSES; `state_size`: the env's
     global state's size, for a centralized critic (0: an independent one)."""
     categorical, gaussian, deterministic = classes
-    if kind == "deterministic" and state_size:
-        raise ConfigError("a centralized critic is a state value V(s, o) for A2C or PPO; "
-                          "DDPG's critic Q(o, a) reads the action. Use trainer.critic: "
-                          "independent with DDPG.")
     if kind == "deterministic":
+        if state_size:
+            raise ConfigError("a centralized critic is a state value V(s, o) for A2C or PPO; "
+                              "DDPG's critic Q(o, a) reads the action. Use trainer.critic: "
+                              "independent with DDPG.")
         if not isinstance(action_space, spaces.Box):
             raise ConfigError(f"DDPG needs continuous actions (a Box), but this environment's "
                               f"are {action_space}. Use algorithm.name: ppo or a2c.")
