@@ -1,7 +1,10 @@
 """Lesson 10's kernels and checkers on the CPU (Numba's simulator; CUDA C through nvcc where
 it is here): the kernels give the NumPy reference's answers, the measurements' arithmetic
 is right, and each checker refuses the known-wrong answer (a strided read handed in as the
-coalesced one, an unpadded tile, a kernel without its grid-stride loop, a wrong occupancy)."""
+coalesced one, an unpadded tile, a kernel without its grid-stride loop, a wrong occupancy,
+a softmax without the launch bounds that fit it)."""
+
+import math
 
 import numba
 import numpy as np
@@ -353,3 +356,74 @@ def test_a_drop_that_comes_back_is_not_read_as_kept():
     rates = {("numba", 1, f): g for f, g in zip((1.0, 0.5, 0.25, 0.125), (2000, 1000, 1950, 500),
                                                  strict=True)}
     assert "lost more than 10% at the first step down" in measure.occupancy_cost(rates)
+
+
+# Exercise 4: a heavy kernel bounded by __launch_bounds__.
+
+def bounded_softmax(bounds: str = "__launch_bounds__(256, 8) ") -> str:
+    """kernels.cu's softmax_rows as a learner hands it in, under `bounds`."""
+    body = cuda_function(open(KERNELS_CU).read(), "softmax_rows")
+    return "#define SOFTMAX_ACTIONS 32\n" + body.replace("void softmax_rows", "void " + bounds
+                                                         + "softmax_rows")
+
+
+@cuda.jit
+def softmax_rows(logits, probs, num_rows):
+    """Known wrong: exp of each logit, never divided by the row's total."""
+    row = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if row < num_rows:
+        for a in range(32):
+            probs[row * 32 + a] = math.exp(logits[row * 32 + a])
+
+
+needs_ptxas = pytest.mark.skipif(nvcc_path() is None or measure.ptxas_usage(
+    ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\nret;\n}\n", "k")
+    is None, reason="needs nvcc and NVIDIA's nvJitLink (pip install -e '.[dev]' and a CUDA "
+                    "toolkit)")
+
+
+@needs_ptxas
+def test_ptxas_counts_the_registers_the_bounds_leave():
+    free = wd_teach.cuda_c.ptx(bounded_softmax(""))
+    bound = wd_teach.cuda_c.ptx(bounded_softmax())
+    assert measure.ptx_registers_and_bounds(free, "softmax_rows")["maxntid"] is None
+    found = measure.ptx_registers_and_bounds(bound, "softmax_rows")
+    assert (found["maxntid"], found["min_blocks"]) == (256, 8)
+    unbounded, bounded = (measure.ptxas_usage(p, "softmax_rows") for p in (free, bound))
+    assert unbounded["registers"] > 32 and unbounded["spill_bytes"] == 0
+    assert bounded["registers"] <= 32 and bounded["spill_bytes"] > 0  # what did not fit
+    # one kernel among several: each is counted by its own name
+    assert measure.ptxas_usage(wd_teach.cuda_c.ptx(KERNELS_CU), "transpose_padded")[
+        "registers"] < unbounded["registers"]
+    assert measure.ptxas_usage(free, "no_such_kernel") is None
+
+
+def test_a_bounded_softmax_passes_where_it_runs_and_is_not_true_unrun(monkeypatch, capsys):
+    without_pycuda(monkeypatch)
+    verdict = lesson_10.check_launch_bounds(kernels_numba.softmax_rows, bounded_softmax(),
+                                            "numba")
+    assert verdict.passed_here and not verdict  # the simulator reads no bounds; C did not run
+    out = capsys.readouterr().out
+    assert "were not read here" in out
+    if nvcc_path() is not None and measure.ptxas_usage(wd_teach.cuda_c.ptx(
+            bounded_softmax()), "softmax_rows") is not None:
+        assert "8 blocks of 256 fit an SM" in out
+
+
+@needs_ptxas
+@pytest.mark.parametrize("bounds, said", [("", "(threads None, blocks an SM None)"),
+                                          ("__launch_bounds__(1024) ", "(threads 1024"),
+                                          ("__launch_bounds__(256, 2) ", "blocks an SM 2)")])
+def test_a_softmax_without_the_right_bounds_is_refused(monkeypatch, capsys, bounds, said):
+    without_pycuda(monkeypatch)
+    verdict = lesson_10.check_launch_bounds(kernels_numba.softmax_rows,
+                                            bounded_softmax(bounds), "numba")
+    assert not verdict and "CUDA C kernel" in verdict.wrong
+    assert said in capsys.readouterr().out
+
+
+def test_a_softmax_that_never_divides_is_refused(monkeypatch, capsys):
+    without_pycuda(monkeypatch)
+    verdict = lesson_10.check_launch_bounds(softmax_rows, bounded_softmax(), "numba")
+    assert verdict.wrong[0] == "Numba kernel" and not verdict.passed_here
+    assert "70 of 70 rows' probabilities are wrong" in capsys.readouterr().out

@@ -60,6 +60,7 @@ FUNDAMENTALS = """
     for kernel in (k.push_cart_per_block, k.push_carts):
         # sinf's range reduction for huge angles has one float64 product, in CUDA C too
         compile(kernel, floats, f32, i32, float32=False)
+    compile(k.softmax_rows, floats, floats, i32)
     compile(broken_numba.write_unguarded, floats, i32)
     compile(broken_numba.count_lost, ints)
     compile(broken_numba.barrier_divergent, floats, i32)

@@ -30,6 +30,7 @@ from wd_teach.fundamentals import measure, reference
 
 #: Sizes that are not multiples of a block or a tile, so that guards are needed.
 ROWS, TILE_ROWS, TILE_COLS, ENVS = 70, 20, 40, 100
+SOFTMAX_ACTIONS = 32  # a row of logits of Exercise 4 (kernels.cu's SOFTMAX_ACTIONS)
 
 
 def check_sum_columns(numba_kernel, cuda_c_source, backend) -> Verdict:
@@ -116,6 +117,75 @@ def check_grid_stride(numba_kernel, cuda_c_source, backend) -> Verdict:
                    "every environment moved once, by a grid smaller than the environments.")
 
 
+#: Exercise 4's launch: blocks of BOUND_THREADS threads, BOUND_BLOCKS of them on an SM at
+#: once, which leaves each thread 65,536 / (256 x 8) = 32 registers.
+BOUND_THREADS, BOUND_BLOCKS = 256, 8
+
+
+def check_launch_bounds(numba_kernel, cuda_c_source, backend) -> Verdict:
+    """softmax_rows(logits, probs, num_rows): each row's softmax, compiled under
+    __launch_bounds__(256, 8) (Numba: launch_bounds=(256, 8)), so that ptxas keeps it to 32
+    registers a thread and an SM holds 8 blocks of 256 threads: full occupancy. The bounds
+    are read from the PTX and the registers from the compiled kernel, never from the words.
+    """
+    def run(half, label):
+        rng = np.random.default_rng()
+        logits = (3 * rng.standard_normal((ROWS, SOFTMAX_ACTIONS))).astype(np.float32)
+        kernels = _load(half, numba_kernel, cuda_c_source, label)
+        if kernels is None:
+            return False
+        probs = torch.zeros(logits.size, device=kernels.device)
+        if not _launch(kernels, label, "softmax_rows", measure.blocks_for(ROWS, BOUND_THREADS),
+                       BOUND_THREADS, torch.from_numpy(logits).to(kernels.device).reshape(-1),
+                       probs, ROWS):
+            return False
+        got = probs.cpu().numpy().reshape(ROWS, SOFTMAX_ACTIONS)
+        wrong = ~np.isclose(got, reference.softmax_rows(logits), rtol=1e-5, atol=1e-7).all(1)
+        if wrong.any():
+            print(f"{label}: {int(wrong.sum())} of {ROWS} rows' probabilities are wrong "
+                  f"(first: row {int(np.flatnonzero(wrong)[0])}).")
+            print("Hint: subtract the row's largest logit, take expf of each, and divide each "
+                  "by their total.")
+            return False
+        if not kernels.backend.reads_cuda_c and discover().simulator:
+            return ("its probabilities are right; the simulator compiles nothing, so its "
+                    "launch bounds and registers were not read here (on a GPU they are)")
+        ptx = (cuda_c.ptx(kernels.source) if kernels.backend.reads_cuda_c
+               else "\n".join(kernels.kernel("softmax_rows").inspect_asm().values()))
+        usage = {"registers": measure.registers(kernels, "softmax_rows"),
+                 "spill_bytes": (measure.ptxas_usage(ptx, "softmax_rows") or {}).get(
+                     "spill_bytes")}
+        return _bounded(label, ptx, usage)
+
+    return _halves(backend, run, cuda_c_source, "softmax_rows",
+                   "every softmax is right, under launch bounds that fit 8 blocks of 256 "
+                   "threads on an SM.", bounds=True)
+
+
+def _bounded(label, ptx, usage) -> bool:
+    """The launch bounds in the PTX, and the registers ptxas gave under them (`usage`), let
+    an SM hold BOUND_BLOCKS blocks of BOUND_THREADS threads."""
+    found = measure.ptx_registers_and_bounds(ptx, "softmax_rows")
+    want = (BOUND_THREADS, BOUND_BLOCKS)
+    if (found["maxntid"], found["min_blocks"]) != want:
+        print(f"{label}: its launch bounds are (threads {found['maxntid']}, blocks an SM "
+              f"{found['min_blocks']}) in the PTX, not {want} (None: not given).")
+        print("Hint: CUDA C: __launch_bounds__(256, 8) between __global__ void and the name; "
+              "Numba: @cuda.jit(launch_bounds=(256, 8)), on a GPU.")
+        return False
+    occ = measure.occupancy(usage["registers"], BOUND_THREADS, 0, measure.H100)
+    spilled = usage.get("spill_bytes")
+    said = (f"{usage['registers']} registers a thread"
+            + (f", {spilled} bytes spilled to local memory" if spilled is not None else ""))
+    if occ.blocks_per_sm < BOUND_BLOCKS:
+        print(f"{label}: {said}: an SM holds {occ.blocks_per_sm} blocks of {BOUND_THREADS}, "
+              f"not {BOUND_BLOCKS} (the {occ.limiter} limit binds).")
+        return False
+    print(f"{label}: bounds (256, 8) in the PTX; ptxas gave {said}: {occ.blocks_per_sm} "
+          f"blocks of {BOUND_THREADS} fit an SM ({occ.fraction:.0%} occupancy).")
+    return True
+
+
 @verdict_of("occupancy")
 def check_occupancy(blocks_per_sm) -> bool:
     """blocks_per_sm(registers_per_thread, threads_per_block, shared_per_block, limits):
@@ -190,10 +260,11 @@ def check_shared_for(shared_for) -> bool:
 
 # What the three kernel checkers share.
 
-def _halves(backend, run, source, name, whole, unrun_tile=False) -> Verdict:
+def _halves(backend, run, source, name, whole, unrun_tile=False, bounds=False) -> Verdict:
     if not isinstance(source, str) or not source.strip():
         print(f"{LABEL}: write the CUDA C source as a string.")
-    return check_halves(backend, run, lambda: _compiles(source, name, unrun_tile), whole)
+    return check_halves(backend, run, lambda: _compiles(source, name, unrun_tile, bounds),
+                        whole)
 
 
 def _load(half, numba_kernel, source, label):
@@ -209,9 +280,10 @@ def _launch(kernels, label, name, grid, block, *args) -> bool:
                             "in the cell.") is not None
 
 
-def _compiles(source, name, tile: bool) -> bool:
+def _compiles(source, name, tile: bool, bounds: bool = False) -> bool:
     """Where PyCUDA cannot run: the kernel exists, has a body, and nvcc compiles it (when it
-    is here); for the transpose, its tile is measured in the PTX."""
+    is here); for the transpose, its tile is measured in the PTX; for the bounded softmax,
+    its bounds are read in the PTX and its registers from ptxas (through nvJitLink)."""
     try:
         signatures = cuda_c.kernel_signatures(source)
     except (WdTeachError, TypeError) as err:
@@ -230,6 +302,14 @@ def _compiles(source, name, tile: bool) -> bool:
         return False
     if tile and not _no_conflict(LABEL, _ptx_tile_widths(ptx, name)):
         return False
+    if bounds:
+        usage = measure.ptxas_usage(ptx, name)
+        if usage is None:
+            print(f"{LABEL}: ptxas (NVIDIA's nvJitLink library) is not here to count its "
+                  "registers: pip install nvidia-nvjitlink.")
+            return False
+        if not _bounded(LABEL, ptx, usage):
+            return False
     print(f"{LABEL}: nvcc compiles it. It was NOT run, so what it computes was not checked.")
     return True
 

@@ -64,6 +64,29 @@ extern "C" __global__ void transpose_padded(const float* src, float* dst, int ro
   if (row < cols && col < rows) dst[row * rows + col] = tile[threadIdx.x][threadIdx.y];
 }
 
+// 3 · Occupancy. Each thread turns one row of 32 logits into probabilities (a softmax, the
+// policy's last step), the whole row held in a local array that ptxas keeps in registers: a
+// heavy kernel. Unbounded, ptxas gives it as many registers as it likes, so fewer blocks fit
+// on an SM; lesson 10's Exercise 4 bounds it with __launch_bounds__.
+#define SOFTMAX_ACTIONS 32
+
+extern "C" __global__ void softmax_rows(const float* logits, float* probs, int num_rows) {
+  const int row = blockIdx.x * blockDim.x + threadIdx.x;
+  if (row >= num_rows) return;
+  float v[SOFTMAX_ACTIONS];
+  float top = -INFINITY;
+  for (int a = 0; a < SOFTMAX_ACTIONS; ++a) {
+    v[a] = logits[row * SOFTMAX_ACTIONS + a];
+    top = fmaxf(top, v[a]);
+  }
+  float total = 0.0f;
+  for (int a = 0; a < SOFTMAX_ACTIONS; ++a) {
+    v[a] = expf(v[a] - top);  // the largest becomes exp(0) = 1: nothing overflows
+    total += v[a];
+  }
+  for (int a = 0; a < SOFTMAX_ACTIONS; ++a) probs[row * SOFTMAX_ACTIONS + a] = v[a] / total;
+}
+
 // 4 · Packing. One step of a cart-pole left to fall (CartPole's state: x, x_dot, theta,
 // theta_dot), for one environment. CartPole runs one environment per block of one thread;
 // push_carts packs many environments into each block and loops over the rest (grid stride).

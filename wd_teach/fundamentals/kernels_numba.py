@@ -13,6 +13,7 @@ TILE = 32  # a tile of a transpose: one warp wide
 #: A padded tile's row: one spare float. Numba needs a shared array's shape as constants,
 #: and `TILE + 1` written in the kernel is an expression it will not fold: name it here.
 TILE_PADDED = TILE + 1
+SOFTMAX_ACTIONS = 32  # a row of logits, held whole in a local array (registers)
 GRAVITY = np.float32(9.8)
 POLE_HALF_LENGTH = np.float32(0.5)
 
@@ -75,6 +76,25 @@ def transpose_padded(src, dst, rows, cols):
     row = cuda.blockIdx.x * TILE + cuda.threadIdx.y
     if row < cols and col < rows:
         dst[row * rows + col] = tile[cuda.threadIdx.x, cuda.threadIdx.y]
+
+
+# 3 · Occupancy: one thread per row of 32 logits, a heavy kernel (see kernels.cu).
+@cuda.jit
+def softmax_rows(logits, probs, num_rows):
+    row = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if row >= num_rows:
+        return
+    v = cuda.local.array(SOFTMAX_ACTIONS, float32)
+    top = float32(-math.inf)
+    for a in range(SOFTMAX_ACTIONS):
+        v[a] = logits[row * SOFTMAX_ACTIONS + a]
+        top = max(top, v[a])
+    total = float32(0.0)
+    for a in range(SOFTMAX_ACTIONS):
+        v[a] = math.exp(v[a] - top)  # the largest becomes exp(0) = 1: nothing overflows
+        total += v[a]
+    for a in range(SOFTMAX_ACTIONS):
+        probs[row * SOFTMAX_ACTIONS + a] = v[a] / total
 
 
 # 4 · Packing: a cart-pole left to fall, one environment per block or many per block.

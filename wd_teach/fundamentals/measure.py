@@ -323,14 +323,51 @@ def registers(kernels: Kernels, name: str) -> int:
 
 
 def ptx_registers_and_bounds(ptx: str, name: str) -> dict:
-    """From PTX (no GPU needed): the `.maxntid` of __launch_bounds__ and the shared arrays'
-    sizes in bytes of kernel `name`. Registers are only known after ptxas (on the GPU)."""
-    entry = ptx[ptx.index(f".entry {name}("):]
+    """From PTX (no GPU needed), for the kernel whose entry's name holds `name` (Numba's is
+    mangled around it): `maxntid` and `min_blocks`, the two numbers of
+    __launch_bounds__(threads, blocks) (PTX's .maxntid and .minnctapersm; None where the
+    kernel has none), and its shared arrays' sizes in bytes. Registers are known only after
+    ptxas: see ptxas_usage."""
+    found = re.search(rf"\.entry\s+([\w$]*{re.escape(name)}[\w$]*)\s*\(", ptx)
+    if found is None:
+        raise ValueError(f"no kernel named {name} in this PTX")
+    entry = ptx[found.start():]
     body = entry[:entry.find("\n}\n") + 3]
     bounds = re.search(r"\.maxntid\s+(\d+)", body)
+    blocks = re.search(r"\.minnctapersm\s+(\d+)", body)
     return {"maxntid": int(bounds.group(1)) if bounds else None,
+            "min_blocks": int(blocks.group(1)) if blocks else None,
             "shared_bytes": [int(n) for n in re.findall(r"\.shared\s+\.align\s+\d+\s+\.b8\s+"
                                                         r"[\w$]+\[(\d+)\]", body)]}
+
+
+def ptxas_usage(ptx: str, name: str, arch: str = "sm_90") -> dict | None:
+    """What ptxas gives kernel `name` (Numba's entry names are mangled around it) of the PTX
+    for `arch`, without a GPU: {"registers": per
+    thread, "spill_bytes": stored to local memory for want of registers}. Through NVIDIA's
+    nvJitLink library (the nvidia-nvjitlink wheel that numba-cuda installs), which runs
+    ptxas in-process; None where that library is not here. sm_90 is the H100's and H200's."""
+    try:
+        from cuda.bindings import nvjitlink
+    except ImportError:
+        return None
+    data = ptx.encode()
+    handle = nvjitlink.create(2, [f"-arch={arch}", "-verbose"])
+    try:
+        nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "kernel.ptx")
+        nvjitlink.complete(handle)
+        log = bytearray(nvjitlink.get_info_log_size(handle))
+        nvjitlink.get_info_log(handle, log)
+    finally:
+        nvjitlink.destroy(handle)
+    text = next((part for part in log.decode(errors="replace").split("Compiling entry")
+                 if re.match(rf"\s*function '[\w$]*{re.escape(name)}", part)), "")
+    registers = re.search(r"Used (\d+) registers", text)
+    spills = re.search(r"(\d+) bytes spill stores", text)
+    if registers is None:
+        return None
+    return {"registers": int(registers.group(1)),
+            "spill_bytes": int(spills.group(1)) if spills else 0}
 
 
 # Bank conflicts of a shared tile, from its row length.

@@ -17,6 +17,12 @@ def transpose(src: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(src.T)
 
 
+def softmax_rows(logits: np.ndarray) -> np.ndarray:
+    """Each row's softmax: logits [rows, actions] -> probabilities [rows, actions]."""
+    shifted = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return (shifted / shifted.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
 def push_carts(state: np.ndarray, dt: float) -> np.ndarray:
     """One fall of every cart-pole: state [envs, 4] (x, x_dot, theta, theta_dot)."""
     dt = np.float32(dt)

@@ -166,6 +166,8 @@ RUNS = {
     "transpose_naive": _transpose("transpose_naive"),
     "transpose_tiled": _transpose("transpose_tiled"),
     "transpose_padded": _transpose("transpose_padded"),
+    "softmax_rows": lambda k, f, c: k.launch("softmax_rows", 1, 64, f[:1920], f[2048:3968],
+                                             60),
     "push_cart_per_block": lambda k, f, c: k.launch("push_cart_per_block", 1000, 1, f, 0.02,
                                                     1000),
     "push_carts": lambda k, f, c: k.launch("push_carts", 4, 128, f, 0.02, 1000),
