@@ -343,16 +343,17 @@ def ptx_registers_and_bounds(ptx: str, name: str) -> dict:
 
 def ptxas_usage(ptx: str, name: str, arch: str = "sm_90") -> dict | None:
     """What ptxas gives kernel `name` (Numba's entry names are mangled around it) of the PTX
-    for `arch`, without a GPU: {"registers": per
-    thread, "spill_bytes": stored to local memory for want of registers}. Through NVIDIA's
-    nvJitLink library (the nvidia-nvjitlink wheel that numba-cuda installs), which runs
-    ptxas in-process; None where that library is not here. sm_90 is the H100's and H200's."""
+    for `arch`, without a GPU: {"registers": per thread, "spill_bytes": stored to local
+    memory for want of registers}. Through NVIDIA's nvJitLink library (the nvidia-nvjitlink
+    wheel that numba-cuda[cu13] installs), which runs ptxas in-process; None where that
+    library is not here or the kernel is not in the PTX. sm_90 is the H100's and H200's."""
     try:
         from cuda.bindings import nvjitlink
-    except ImportError:
+
+        handle = nvjitlink.create(2, [f"-arch={arch}", "-verbose"])
+    except Exception:  # no cuda-bindings, or no libnvJitLink for it to open
         return None
     data = ptx.encode()
-    handle = nvjitlink.create(2, [f"-arch={arch}", "-verbose"])
     try:
         nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "kernel.ptx")
         nvjitlink.complete(handle)
