@@ -72,3 +72,25 @@ def test_lesson_10_kernels_compile_to_ptx_for_a_gpu():
     """Lesson 10's kernels (and its broken ones) compile for a GPU: a shared array's shape
     written as `TILE + 1` passes the simulator but not the GPU's compiler."""
     compile_in_fresh_process(FUNDAMENTALS)
+
+
+BOUNDED = """
+    from wd_teach.fundamentals import kernels_numba, measure
+
+    args = (types.Array(types.float32, 1, "C"), types.Array(types.float32, 1, "C"), types.int32)
+    ptx, _ = cuda.compile_ptx(kernels_numba.softmax_rows.py_func, args, cc=(9, 0),
+                              launch_bounds=(256, 8))
+    found = measure.ptx_registers_and_bounds(ptx, "softmax_rows")  # a mangled entry name
+    assert (found["maxntid"], found["min_blocks"]) == (256, 8), found
+    usage = measure.ptxas_usage(ptx, "softmax_rows")
+    assert usage is None or usage["registers"] <= 32, usage
+    free, _ = cuda.compile_ptx(kernels_numba.softmax_rows.py_func, args, cc=(9, 0))
+    assert measure.ptx_registers_and_bounds(free, "softmax_rows")["maxntid"] is None
+    print("compiled")
+"""
+
+
+def test_numbas_launch_bounds_are_read_from_its_ptx():
+    """Lesson 10's Exercise 4 reads Numba's bounds from the PTX it compiled, whose kernel's
+    name is mangled and whose last line is the kernel's closing brace."""
+    compile_in_fresh_process(BOUNDED)

@@ -332,7 +332,8 @@ def ptx_registers_and_bounds(ptx: str, name: str) -> dict:
     if found is None:
         raise ValueError(f"no kernel named {name} in this PTX")
     entry = ptx[found.start():]
-    body = entry[:entry.find("\n}\n") + 3]
+    end = entry.find("\n}")  # the entry's closing brace: the last line of Numba's PTX
+    body = entry if end < 0 else entry[:end + 2]
     bounds = re.search(r"\.maxntid\s+(\d+)", body)
     blocks = re.search(r"\.minnctapersm\s+(\d+)", body)
     return {"maxntid": int(bounds.group(1)) if bounds else None,
