@@ -427,3 +427,69 @@ def test_a_softmax_that_never_divides_is_refused(monkeypatch, capsys):
     verdict = lesson_10.check_launch_bounds(softmax_rows, bounded_softmax(), "numba")
     assert verdict.wrong[0] == "Numba kernel" and not verdict.passed_here
     assert "70 of 70 rows' probabilities are wrong" in capsys.readouterr().out
+
+
+@cuda.jit
+def softmax_rows_one_block(logits, probs, num_rows):
+    """Known wrong: a row per thread of the block, blocks forgotten (right in one block)."""
+    row = cuda.threadIdx.x
+    if row < num_rows:
+        top = float32(-math.inf)
+        for a in range(32):
+            top = max(top, logits[row * 32 + a])
+        total = float32(0.0)
+        for a in range(32):
+            total += math.exp(logits[row * 32 + a] - top)
+        for a in range(32):
+            probs[row * 32 + a] = math.exp(logits[row * 32 + a] - top) / total
+
+
+@cuda.jit
+def softmax_rows_unshifted(logits, probs, num_rows):
+    """Known wrong: no max subtracted, so large logits overflow (right for small ones)."""
+    row = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if row < num_rows:
+        total = float32(0.0)
+        for a in range(32):
+            total += math.exp(logits[row * 32 + a])
+        for a in range(32):
+            probs[row * 32 + a] = math.exp(logits[row * 32 + a]) / total
+
+
+@pytest.mark.parametrize("kernel, rows", [(softmax_rows_one_block, "38 of 70"),
+                                          (softmax_rows_unshifted, "1 of 70")])
+def test_a_softmax_right_only_by_luck_is_refused(monkeypatch, capsys, kernel, rows):
+    without_pycuda(monkeypatch)
+    kernel.py_func.__name__ = "softmax_rows"  # the name the checker launches
+    verdict = lesson_10.check_launch_bounds(kernel, bounded_softmax(), "numba")
+    assert verdict.wrong[0] == "Numba kernel" and not verdict.passed_here
+    assert f"{rows} rows' probabilities are wrong" in capsys.readouterr().out
+
+
+def test_ptxas_usage_is_none_for_ptx_it_cannot_build():
+    assert measure.ptxas_usage(".version 99.0\n.target sm_999\n", "k") is None
+
+
+def test_without_ptxas_the_bounds_are_still_read_and_the_half_is_not_run(monkeypatch, capsys):
+    if nvcc_path() is None:
+        pytest.skip("needs nvcc for the PTX")
+    without_pycuda(monkeypatch)
+    monkeypatch.setattr(measure, "ptxas_usage", lambda ptx, name, arch="sm_90": None)
+    verdict = lesson_10.check_launch_bounds(kernels_numba.softmax_rows, bounded_softmax(""),
+                                            "numba")
+    assert "CUDA C kernel" in verdict.wrong  # no bounds: wrong, tool or not
+    verdict = lesson_10.check_launch_bounds(kernels_numba.softmax_rows, bounded_softmax(),
+                                            "numba")
+    assert verdict.passed_here and not verdict
+    assert "not here to count its registers" in capsys.readouterr().out
+
+
+def test_a_card_of_fewer_threads_an_sm_is_named_not_refused(capsys):
+    t4 = measure.Limits("Tesla T4 (an example)", sms=40, threads_per_sm=1024, blocks_per_sm=16,
+                        registers_per_sm=65536, shared_per_sm=64 * 1024,
+                        reserved_shared_per_block=0)
+    ptx = ".visible .entry softmax_rows(\n)\n.maxntid 256, 1, 1\n.minnctapersm 8\n{\nret;\n}\n"
+    assert lesson_10._bounded("CUDA C kernel", ptx, {"registers": 32}, t4)
+    assert "an SM of the Tesla T4 (an example) holds 4" in capsys.readouterr().out
+    assert not lesson_10._bounded("CUDA C kernel", ptx, {"registers": 40}, t4)
+    assert "registers let an SM hold 6 blocks of 256, not 8" in capsys.readouterr().out

@@ -347,7 +347,8 @@ def ptxas_usage(ptx: str, name: str, arch: str = "sm_90") -> dict | None:
     for `arch`, without a GPU: {"registers": per thread, "spill_bytes": stored to local
     memory for want of registers}. Through NVIDIA's nvJitLink library (the nvidia-nvjitlink
     wheel that numba-cuda[cu13] installs), which runs ptxas in-process; None where that
-    library is not here or the kernel is not in the PTX. sm_90 is the H100's and H200's."""
+    library is not here, its ptxas cannot build the PTX, or the kernel is not in it. The
+    spill count is ptxas's "bytes spill stores". sm_90 is the H100's and H200's."""
     try:
         from cuda.bindings import nvjitlink
 
@@ -360,6 +361,8 @@ def ptxas_usage(ptx: str, name: str, arch: str = "sm_90") -> dict | None:
         nvjitlink.complete(handle)
         log = bytearray(nvjitlink.get_info_log_size(handle))
         nvjitlink.get_info_log(handle, log)
+    except Exception:  # PTX this ptxas cannot build (a newer version, another target)
+        return None
     finally:
         nvjitlink.destroy(handle)
     text = next((part for part in log.decode(errors="replace").split("Compiling entry")
