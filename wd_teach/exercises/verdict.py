@@ -41,9 +41,10 @@ class Verdict:
         if not self.not_run:
             return f"Verdict: all right ({', '.join(self.right)})"
         unrun = ", ".join(label for label, _ in self.not_run)
-        ran = f"right where it ran ({', '.join(self.right)})" if self.right else "nothing ran"
-        return (f"Verdict: checked only in part: {ran}; NOT run here: {unrun}. False as a "
-                f"whole; .passed_here is {self.passed_here}")
+        ran = (f"right where it ran ({', '.join(self.right)})" if self.right
+               else "no part was checked whole")  # a part may have run, checked in part
+        return (f"Verdict: checked only in part: {ran}; NOT run or not checked whole here: "
+                f"{unrun}. False as a whole; .passed_here is {self.passed_here}")
 
 
 def not_yet(label: str = "answer") -> Verdict:
