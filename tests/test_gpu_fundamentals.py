@@ -4,6 +4,7 @@ is right, and each checker refuses the known-wrong answer (a strided read handed
 coalesced one, an unpadded tile, a kernel without its grid-stride loop, a wrong occupancy,
 a softmax without the launch bounds that fit it)."""
 
+import functools
 import math
 
 import numba
@@ -376,14 +377,21 @@ def softmax_rows(logits, probs, num_rows):
             probs[row * 32 + a] = math.exp(logits[row * 32 + a])
 
 
-needs_ptxas = pytest.mark.skipif(nvcc_path() is None or measure.ptxas_usage(
-    ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\nret;\n}\n", "k")
-    is None, reason="needs nvcc and NVIDIA's nvJitLink (pip install -e '.[dev]' and a CUDA "
+@functools.cache
+def ptxas_here() -> bool:
+    """nvcc makes PTX here and nvJitLink's ptxas counts a real kernel's registers in it."""
+    return nvcc_path() is not None and measure.ptxas_usage(
+        wd_teach.cuda_c.ptx(bounded_softmax()), "softmax_rows") is not None
+
+
+def needs_ptxas():
+    if not ptxas_here():
+        pytest.skip("needs nvcc and NVIDIA's nvJitLink (pip install -e '.[dev]' and a CUDA "
                     "toolkit)")
 
 
-@needs_ptxas
 def test_ptxas_counts_the_registers_the_bounds_leave():
+    needs_ptxas()
     free = wd_teach.cuda_c.ptx(bounded_softmax(""))
     bound = wd_teach.cuda_c.ptx(bounded_softmax())
     assert measure.ptx_registers_and_bounds(free, "softmax_rows")["maxntid"] is None
@@ -415,16 +423,15 @@ def test_a_bounded_softmax_passes_where_it_runs_and_is_not_true_unrun(monkeypatc
         assert "were not read here" in out  # and the simulator read no bounds
     else:
         assert "Numba kernel: bounds (256, 8) in the PTX" in out
-    if nvcc_path() is not None and measure.ptxas_usage(wd_teach.cuda_c.ptx(
-            bounded_softmax()), "softmax_rows") is not None:
+    if ptxas_here():
         assert "8 blocks of 256 fit an SM" in out
 
 
-@needs_ptxas
 @pytest.mark.parametrize("bounds, said", [("", "(threads None, blocks an SM None)"),
                                           ("__launch_bounds__(1024) ", "(threads 1024"),
                                           ("__launch_bounds__(256, 2) ", "blocks an SM 2)")])
 def test_a_softmax_without_the_right_bounds_is_refused(monkeypatch, capsys, bounds, said):
+    needs_ptxas()
     without_pycuda(monkeypatch)
     verdict = lesson_10.check_launch_bounds(kernels_numba.softmax_rows,
                                             bounded_softmax(bounds), "numba")
