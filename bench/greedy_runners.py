@@ -28,15 +28,20 @@ from wd_teach_envs.tag_continuous import TagContinuous
 CRITICS = ("independent", "centralized")
 
 
-def lesson_run(seed: int, critic: str, sizes, gpu: bool) -> Trainer:
-    """Lesson 11's `tag_run(seed, critic=critic)`: its game and sizes, one policy per role."""
+def lesson_overrides(seed: int, critic: str, sizes) -> dict:
+    """The overrides of lesson 11's `tag_run(seed, critic=critic)`: its game and sizes, one
+    policy per role (tests/test_bench.py holds them to the lesson's own cells)."""
     game = {"num_taggers": sizes.marl_taggers, "num_runners": sizes.marl_runners,
             "num_nearest": sizes.marl_nearest, "episode_length": sizes.marl_episode_length}
     roles = TagContinuous(**game).agent_roles()
-    return Trainer("tag_continuous", gpu=gpu, overrides={
-        "env": {"num_envs": sizes.marl_envs, "params": game},
-        "policies": {role: {"agents": role, "hidden": [64, 64]} for role in roles},
-        "trainer": {"seed": seed, "critic": critic, "iterations": sizes.marl_iterations}})
+    return {"env": {"num_envs": sizes.marl_envs, "params": game},
+            "policies": {role: {"agents": role, "hidden": [64, 64]} for role in roles},
+            "trainer": {"seed": seed, "critic": critic, "iterations": sizes.marl_iterations}}
+
+
+def lesson_run(seed: int, critic: str, sizes, gpu: bool) -> Trainer:
+    """Lesson 11's `tag_run(seed, critic=critic)`."""
+    return Trainer("tag_continuous", gpu=gpu, overrides=lesson_overrides(seed, critic, sizes))
 
 
 def score(seed: int, critic: str, sizes, gpu: bool) -> dict:

@@ -390,3 +390,31 @@ def test_greedy_runners_scores_each_critic_greedy_and_drawn(tmp_path, bench_scri
         assert row["greedy move a step"] >= 0 and row["actor moved"] > 0  # training moved it
         assert isinstance(row["greedy games the same"], bool)
     assert result["rows"] == rows
+
+
+def test_greedy_runners_trains_what_lesson_11_trains(bench_script):
+    """bench/greedy_runners.py's run is lesson 11's `tag_run`: the lesson's own cells (its
+    game, its policies, tag_run), run here with a Trainer that only records, give the same
+    overrides at both sizes, for both critics."""
+    from wd_teach.lessons.sizes import CPU_SIZES, GPU_SIZES
+
+    bench = bench_script("greedy_runners")
+    notebook = json.loads((Path(__file__).resolve().parents[1] / "notebooks"
+                           / "11_multi_agent.ipynb").read_text())
+    code = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
+    game = next(c for c in code if "GAME = {" in c)
+    runs = next(c for c in code if "def tag_run(" in c)
+    runs = runs[:runs.index("\nprint(")]  # its definitions, not its demonstration
+
+    def recorded(env, gpu=None, overrides=None):
+        return {"env": env, "overrides": overrides}
+
+    for sizes in (GPU_SIZES, CPU_SIZES):
+        found = {"sizes": sizes, "gpu": False}
+        exec(game, found)
+        exec(runs, found)
+        found["Trainer"] = recorded  # after the cell's own import
+        for critic in ("independent", "centralized"):
+            made = found["tag_run"](3, critic=critic)
+            assert made["env"] == "tag_continuous"
+            assert made["overrides"] == bench.lesson_overrides(3, critic, sizes)
