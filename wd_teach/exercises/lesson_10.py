@@ -182,9 +182,7 @@ def _bounded(label, ptx, usage, limits=measure.H100) -> bool:
     if not _bounds_in_ptx(label, ptx):
         return False
     regs = usage["registers"]
-    per_warp = measure.blocks_for(regs * measure.WARP, limits.register_unit) * \
-        limits.register_unit
-    by_registers = limits.registers_per_sm // per_warp // (BOUND_THREADS // measure.WARP)
+    by_registers = measure.blocks_by_registers(regs, BOUND_THREADS, limits)
     spilled = usage.get("spill_bytes")
     said = (f"{regs} registers a thread"
             + (f", {spilled} bytes spilled to local memory" if spilled is not None else ""))

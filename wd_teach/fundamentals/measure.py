@@ -212,6 +212,15 @@ class Occupancy:
     limiter: str  # what stopped more blocks: threads, blocks, registers or shared memory
 
 
+def blocks_by_registers(registers_per_thread: int, threads_per_block: int,
+                        limits: Limits = H100) -> int:
+    """The blocks of a kernel one SM's registers hold: each warp's registers rounded up to
+    the unit they are given in, the other limits aside."""
+    warps = blocks_for(threads_per_block, WARP)
+    per_warp = blocks_for(registers_per_thread * WARP, limits.register_unit) * limits.register_unit
+    return (limits.registers_per_sm // per_warp) // warps if per_warp else 10**9
+
+
 def occupancy(registers_per_thread: int, threads_per_block: int, shared_per_block: int = 0,
               limits: Limits = H100) -> Occupancy:
     """Blocks (and warps) of a kernel that one SM holds at once, and which limit binds.
@@ -219,12 +228,11 @@ def occupancy(registers_per_thread: int, threads_per_block: int, shared_per_bloc
     launch's dynamic shared memory); the system keeps `limits.reserved_shared_per_block`
     more of each block."""
     warps = blocks_for(threads_per_block, WARP)
-    per_warp = blocks_for(registers_per_thread * WARP, limits.register_unit) * limits.register_unit
     shared = shared_per_block + limits.reserved_shared_per_block
     fits = {
         "threads": limits.warps_per_sm // warps,
         "blocks": limits.blocks_per_sm,
-        "registers": (limits.registers_per_sm // per_warp) // warps if per_warp else 10**9,
+        "registers": blocks_by_registers(registers_per_thread, threads_per_block, limits),
         "shared memory": limits.shared_per_sm // shared if shared else 10**9,
     }
     limiter = min(fits, key=fits.get)
