@@ -116,3 +116,36 @@ def test_a_replayed_update_counts_the_steps_of_its_recording():
     second.step()
     counter.clear()
     assert counter.pull(replayed=False) == [0, 0]
+
+
+IN_A_KERNEL_WITHOUT_WIDGETS = """
+import sys, types, warnings
+warnings.simplefilter("always")
+# What nbval's kernel looks like to tqdm: IPython's kernel app, and an ipywidgets that is
+# installed (found) but cannot draw (its FloatProgress does not import).
+class ZMQInteractiveShell:
+    config = {"IPKernelApp": {}}
+sys.modules["ipykernel.zmqshell"] = types.ModuleType("ipykernel.zmqshell")
+sys.modules["IPython"] = types.SimpleNamespace(get_ipython=ZMQInteractiveShell)
+import {module}
+"""
+
+
+@pytest.mark.parametrize("module, warns", [("tqdm.auto", True),
+                                           ("wd_teach.train.lightning", False)])
+def test_lightning_brings_no_iprogress_warning_into_a_lesson(tmp_path, module, warns):
+    """Lesson 08 once showed tqdm's "IProgress not found" on red under its first cell. tqdm.auto
+    itself still warns in such a kernel (so this test can tell); importing the lesson's
+    Lightning module does not."""
+    import subprocess
+    import sys
+
+    (tmp_path / "ipywidgets").mkdir()
+    (tmp_path / "ipywidgets" / "__init__.py").write_text("")
+    import os
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.getcwd()])}
+    done = subprocess.run([sys.executable, "-c", IN_A_KERNEL_WITHOUT_WIDGETS.replace(
+        "{module}", module)], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert ("IProgress not found" in done.stderr) == warns, done.stderr

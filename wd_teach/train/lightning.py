@@ -30,16 +30,23 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from contextlib import nullcontext
 from functools import partial
 
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-try:
-    import lightning.pytorch as pl
-except ImportError:  # the older package name, same API
-    import pytorch_lightning as pl
+with warnings.catch_warnings():
+    # Lightning's progress bar takes tqdm.auto where ipywidgets is installed, and tqdm.auto
+    # warns "IProgress not found" where that ipywidgets cannot draw (no widget front end, as
+    # in a kernel run by nbval). wd-teach's bars are plain text (train/trainer.py): the
+    # warning, printed on red in a notebook, would only look like an error.
+    warnings.filterwarnings("ignore", message="IProgress not found")
+    try:
+        import lightning.pytorch as pl
+    except ImportError:  # the older package name, same API
+        import pytorch_lightning as pl
 
 from wd_teach.device import gpu_available
 from wd_teach.errors import TrainError
