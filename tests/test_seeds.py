@@ -37,6 +37,55 @@ def test_other_seeds_give_other_curves_and_a_seed_gives_the_same_one(runs):
     np.testing.assert_array_equal(again.curve(3), runs.curve(3))
 
 
+def test_seeds_side_by_side_are_the_runs_one_after_another_gives(runs):
+    """Each seed in a process of its own (what a GPU does by default) trains exactly the run
+    it trains in this process; a score made here (a lambda) travels with it."""
+    apart = train_seeds("cartpole", [7, 3], 2, metric=METRIC, overrides=TINY, at_once=True,
+                        score=lambda trainer: {"seed_seen": trainer.seed})
+    np.testing.assert_array_equal(apart.curves, runs.curves)
+    np.testing.assert_array_equal(apart.env_steps, runs.env_steps)
+    assert apart.score("seed_seen") == {7: 7.0, 3: 3.0}
+
+
+def test_a_failure_in_a_seeds_process_comes_back_as_its_error():
+    with pytest.raises(TrainError, match="'cart/retrun' is not in the history"):
+        train_seeds("cartpole", [0, 1], 1, metric="cart/retrun", overrides=TINY, at_once=True)
+    with pytest.raises(TrainError, match=r"seed 0's run failed in its own process: "
+                                         r"ZeroDivisionError.*at_once=False"):
+        train_seeds("cartpole", [0, 1], 1, metric=METRIC, overrides=TINY, at_once=True,
+                    score=lambda trainer: {"x": 1 / 0})
+
+
+@pytest.mark.parametrize("gpu, seat, alone", [(False, None, True), (True, None, False),
+                                              (True, "4", True)])
+def test_side_by_side_is_the_default_on_a_gpu_outside_a_rooms_seat(monkeypatch, gpu, seat,
+                                                                   alone):
+    from wd_teach.train import seeds as module
+
+    monkeypatch.setattr(module, "gpu_available", lambda: gpu)
+    monkeypatch.delenv("WD_TEACH_GPU_MEMORY_GB", raising=False)
+    if seat:
+        monkeypatch.setenv("WD_TEACH_GPU_MEMORY_GB", seat)
+    chosen = []
+    monkeypatch.setattr(module, "train_one", lambda *run, **_: chosen.append("alone") or
+                        ([0.0], np.array([1]), {}))
+    monkeypatch.setattr(module, "_side_by_side", lambda runs: chosen.append("at once") or
+                        [([0.0], np.array([1]), {})] * len(runs))
+    train_seeds("cartpole", [0, 1], 1, metric=METRIC, overrides=TINY)
+    assert chosen == (["alone", "alone"] if alone else ["at once"])
+
+
+def test_a_seats_memory_limit_is_shared_out_among_its_seeds(monkeypatch):
+    from wd_teach.train import seeds as module
+
+    monkeypatch.delenv("WD_TEACH_GPU_MEMORY_GB", raising=False)
+    module._seat_share(None)
+    assert "WD_TEACH_GPU_MEMORY_GB" not in __import__("os").environ
+    monkeypatch.setenv("WD_TEACH_GPU_MEMORY_GB", "4")
+    module._seat_share(0.8)
+    assert __import__("os").environ["WD_TEACH_GPU_MEMORY_GB"] == "0.800"
+
+
 @pytest.mark.parametrize("seeds, words", [
     ([], "seeds is empty"), ([1, 2, 1], "seeds [1] are named more than once"),
     ([0, -1], "got -1"), ([0, 1.5], "got 1.5")])

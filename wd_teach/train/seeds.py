@@ -9,21 +9,31 @@ reported with an interval (wd_teach/train/intervals.py), never from one run.
     runs.curves          # [seeds, iterations]: the metric of every iteration, per seed
     runs.score("final")  # {seed: the mean of its last iterations}
 
-The seeds run one after another in one call, each a whole `Trainer` of the config at this
-machine's size (the config's full size on a GPU, its `cpu` block's toy size elsewhere). They
-share nothing but the config: a seed's run is the run `Trainer` makes of that seed alone.
-On a GPU they do not run side by side either. A small run is bound more by its kernel
-launches than by the card's width, so seeds side by side (a process per seed, or every
-network batched over the seeds) may well be faster; that is not measured, and not done here.
+Each seed is a whole `Trainer` of the config at this machine's size (the config's full size
+on a GPU, its `cpu` block's toy size elsewhere). Seeds share nothing but the config: a seed's
+run is the run `Trainer` makes of that seed alone, wherever it runs.
+
+On a GPU the seeds train at once, side by side: a process each, all started together
+(`at_once`). A run of one lesson's size leaves the card idle most of the time, waiting for
+Python to launch its next kernel, so the card has room for the others' kernels in those
+gaps: five seeds side by side take much less than five runs one after another
+(bench/seeds_at_once.py measures both; bench/NOTES.md has the numbers). Elsewhere (a CPU,
+or a room's seat, whose GPU memory share was sized for one process) they run one after
+another in this process.
 """
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
+from wd_teach import seat_memory
+from wd_teach.device import gpu_available
 from wd_teach.errors import TrainError
 from wd_teach.ranges import require_whole
 from wd_teach.train.config import merge
@@ -73,33 +83,87 @@ def check_seeds(seeds: Iterable[int]) -> tuple[int, ...]:
 
 def train_seeds(config, seeds: Iterable[int], iterations: int | None = None, *, metric: str,
                 overrides: dict | None = None, score: Callable | None = None, last: int = 3,
-                progress: bool = False) -> SeedRuns:
-    """Train `config` (anything `Trainer` takes) once per seed, one run after another.
+                progress: bool = False, at_once: bool | None = None) -> SeedRuns:
+    """Train `config` (anything `Trainer` takes) once per seed.
 
     `metric`: the history key to follow (`POLICY/return`, or an env's `*_per_episode`).
     Each seed's "final" score is the mean of its `last` iterations' metric. `score(trainer)`,
     if given, is called on each trained trainer and returns a dict of more scores (e.g. an
-    evaluation on fresh games against a baseline)."""
-    from wd_teach.train.trainer import Trainer  # the trainer imports this layer's modules
-
+    evaluation on fresh games against a baseline).
+    `at_once`: True trains the seeds side by side, a process each; False one after another
+    in this process (with a progress bar if `progress`); None (the default) side by side on a
+    GPU outside a room's seat, one after another elsewhere. Either way gives the same runs."""
     seeds = check_seeds(seeds)
     last = require_whole("last", last, low=1, error=TrainError)
-    curves, env_steps, extra = [], None, []
-    for seed in seeds:
-        trainer = Trainer(config, overrides=merge(overrides or {}, {"trainer": {"seed": seed}}))
-        history = trainer.train(iterations, progress=progress)
-        if not history or metric not in history[0]:
-            names = ", ".join(k for k in (history[0] if history else {}) if "/" in k)
-            raise TrainError(f"metric {metric!r} is not in the history (train at least one "
-                             f"iteration); its metrics: {names or 'none'}.")
-        curves.append([row[metric] for row in history])
-        env_steps = np.array([row["env_steps"] for row in history])
-        extra.append(score(trainer) if score is not None else {})
-    curves = np.asarray(curves, dtype=float)
+    if at_once is None:
+        at_once = len(seeds) > 1 and gpu_available() and seat_memory.limit_bytes() is None
+    runs = [(config, seed, iterations, metric, overrides, score) for seed in seeds]
+    if at_once:
+        results = _side_by_side(runs)
+    else:
+        results = [train_one(*run, progress=progress) for run in runs]
+    curves = np.asarray([curve for curve, _, _ in results], dtype=float)
+    env_steps = results[0][1]
     scores = {"final": _tail_means(curves, last)}
-    for name in extra[0]:
-        scores[name] = np.array([float(more[name]) for more in extra])
+    for name in results[0][2]:
+        scores[name] = np.array([float(more[name]) for _, _, more in results])
     return SeedRuns(metric, seeds, env_steps, curves, scores)
+
+
+def train_one(config, seed: int, iterations: int | None, metric: str, overrides: dict | None,
+              score: Callable | None, progress: bool = False):
+    """One seed's run: (its metric per iteration, env steps per iteration, its scores)."""
+    from wd_teach.train.trainer import Trainer  # the trainer imports this layer's modules
+
+    trainer = Trainer(config, overrides=merge(overrides or {}, {"trainer": {"seed": seed}}))
+    history = trainer.train(iterations, progress=progress)
+    if not history or metric not in history[0]:
+        names = ", ".join(k for k in (history[0] if history else {}) if "/" in k)
+        raise TrainError(f"metric {metric!r} is not in the history (train at least one "
+                         f"iteration); its metrics: {names or 'none'}.")
+    curve = [row[metric] for row in history]
+    env_steps = np.array([row["env_steps"] for row in history])
+    return curve, env_steps, (score(trainer) if score is not None else {})
+
+
+def _side_by_side(runs: list[tuple]) -> list[tuple]:
+    """`train_one` of every run at once, each in a process of its own, in the runs' order.
+
+    The processes are spawned, not forked (a forked CUDA context does not work), so each
+    imports torch and wd_teach afresh and compiles its own kernels. A `score` defined in a
+    notebook lives in no module a new process can import, so every run travels through
+    cloudpickle, which sends such functions by value. A room's seat limit is shared out."""
+    import cloudpickle
+
+    share = seat_memory.limit_bytes()
+    share = None if share is None else share / len(runs) / seat_memory.GIB
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(len(runs), mp_context=spawn, initializer=_seat_share,
+                             initargs=(share,)) as pool:
+        pending = [pool.submit(_train_pickled, cloudpickle.dumps(run)) for run in runs]
+        results = []
+        for run, future in zip(runs, pending, strict=True):
+            try:
+                results.append(future.result())
+            except TrainError:
+                raise
+            except Exception as err:  # a crash in the process: name the seed and the cause
+                raise TrainError(f"seed {run[1]}'s run failed in its own process: "
+                                 f"{type(err).__name__}: {err}. Run it alone with "
+                                 "at_once=False to see it where it happens.") from err
+    return results
+
+
+def _train_pickled(run: bytes):
+    import cloudpickle
+
+    return train_one(*cloudpickle.loads(run))
+
+
+def _seat_share(gib: float | None) -> None:
+    """In each process: a room seat's GPU memory limit, divided among the seeds."""
+    if gib is not None:
+        os.environ[seat_memory.ENV_VAR] = f"{gib:.3f}"
 
 
 def _tail_means(curves: np.ndarray, last: int) -> np.ndarray:
