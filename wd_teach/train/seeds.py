@@ -14,12 +14,13 @@ on a GPU, its `cpu` block's toy size elsewhere). Seeds share nothing but the con
 run is the run `Trainer` makes of that seed alone, wherever it runs.
 
 On a GPU the seeds train at once, side by side: a process each, all started together
-(`at_once`). A run of one lesson's size leaves the card idle most of the time, waiting for
-Python to launch its next kernel, so the card has room for the others' kernels in those
-gaps: five seeds side by side take much less than five runs one after another
-(bench/seeds_at_once.py measures both; bench/NOTES.md has the numbers). Elsewhere (a CPU,
-or a room's seat, whose GPU memory share was sized for one process) they run one after
-another in this process.
+(`at_once`), so the card takes kernels from all of them. Whether that is faster depends on
+the run: each process pays its own start (torch, CUDA, compiling the kernels),
+so short runs gain nothing. Lesson 07's five CartPole seeds (a few seconds each, replayed
+as CUDA graphs) took 16.9 s side by side and 16.0 s one after another on an H200
+(bench/seeds_at_once.py times both ways; bench/NOTES.md). Elsewhere (a CPU, or a room's
+seat, whose GPU memory share was sized for one process) they run one after another in this
+process.
 """
 
 from __future__ import annotations
