@@ -473,14 +473,23 @@ def softmax_rows_unshifted(logits, probs, num_rows):
             probs[row * 32 + a] = math.exp(logits[row * 32 + a]) / total
 
 
-@pytest.mark.parametrize("kernel, rows", [(softmax_rows_one_block, "38 of 70"),
-                                          (softmax_rows_unshifted, "1 of 70")])
-def test_a_softmax_right_only_by_luck_is_refused(monkeypatch, capsys, kernel, rows):
+@pytest.mark.parametrize("kernel, rows, hint", [
+    (softmax_rows_one_block, "38 of 70", "the first block's 32 rows are right and no later"),
+    (softmax_rows_unshifted, "1 of 70", "only row 69 is wrong, whose logits are 100 above")])
+def test_a_softmax_right_only_by_luck_is_refused(monkeypatch, capsys, kernel, rows, hint):
     without_pycuda(monkeypatch)
     kernel.py_func.__name__ = "softmax_rows"  # the name the checker launches
     verdict = lesson_10.check_launch_bounds(kernel, bounded_softmax(), "numba")
     assert verdict.wrong[0] == "Numba kernel" and not verdict.passed_here
-    assert f"{rows} rows' probabilities are wrong" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert f"{rows} rows' probabilities are wrong" in said and f"Hint: {hint}" in said
+
+
+def test_a_softmax_wrong_everywhere_gets_the_steps_as_its_hint():
+    assert lesson_10._softmax_hint(np.ones(70, bool)).startswith("subtract the row's largest")
+    some = np.zeros(70, bool)
+    some[[3, 40]] = True
+    assert lesson_10._softmax_hint(some).startswith("subtract the row's largest")
 
 
 def test_ptxas_usage_is_none_for_ptx_it_cannot_build():

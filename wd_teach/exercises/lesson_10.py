@@ -145,8 +145,7 @@ def check_launch_bounds(numba_kernel, cuda_c_source, backend) -> Verdict:
         if wrong.any():
             print(f"{label}: {int(wrong.sum())} of {ROWS} rows' probabilities are wrong "
                   f"(first: row {int(np.flatnonzero(wrong)[0])}).")
-            print("Hint: subtract the row's largest logit, take expf of each, and divide each "
-                  "by their total.")
+            print("Hint: " + _softmax_hint(wrong))
             return False
         if not kernels.backend.reads_cuda_c and discover().simulator:
             return ("its probabilities are right; the simulator compiles nothing, so its "
@@ -161,6 +160,20 @@ def check_launch_bounds(numba_kernel, cuda_c_source, backend) -> Verdict:
     return _halves(backend, run, cuda_c_source, "softmax_rows",
                    "every softmax is right, under launch bounds that fit 8 blocks of 256 "
                    "threads on an SM.", bounds=True)
+
+
+def _softmax_hint(wrong: np.ndarray) -> str:
+    """What to look at, from which rows were wrong (the first block's 32 rows right and
+    every later one wrong: the block index; only the last row, 100 above: the max)."""
+    if not wrong[:32].any() and wrong[32:].all():
+        return ("the first block's 32 rows are right and no later block's: each thread's row "
+                "is blockIdx.x * blockDim.x + threadIdx.x (Numba: cuda.grid(1)), not "
+                "threadIdx.x alone.")
+    if wrong[-1] and not wrong[:-1].any():
+        return (f"only row {len(wrong) - 1} is wrong, whose logits are 100 above the others': "
+                "expf of them overflows a float. Subtract the row's largest logit first.")
+    return ("subtract the row's largest logit, take expf of each, and divide each by their "
+            "total.")
 
 
 def _bounds_in_ptx(label, ptx) -> bool:
