@@ -144,7 +144,9 @@ def test_lightning_brings_no_iprogress_warning_into_a_lesson(tmp_path, module, w
     (tmp_path / "ipywidgets" / "__init__.py").write_text("")
     import os
 
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.getcwd()])}
+    # The fake ipywidgets first; then whatever this Python was given (a kit's packages).
+    paths = [str(tmp_path), os.getcwd(), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
     done = subprocess.run([sys.executable, "-c", IN_A_KERNEL_WITHOUT_WIDGETS.replace(
         "{module}", module)], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr

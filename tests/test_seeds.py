@@ -3,6 +3,8 @@
 each time and another seed another one, the IQM is the one worked out by hand and its
 interval holds it, and bad input is refused before any training with what to do."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -37,23 +39,36 @@ def test_other_seeds_give_other_curves_and_a_seed_gives_the_same_one(runs):
     np.testing.assert_array_equal(again.curve(3), runs.curve(3))
 
 
-def test_seeds_side_by_side_are_the_runs_one_after_another_gives(runs):
+def greedy_return(trainer):
+    """A score that plays: the trained policy's most probable actions on 4 fresh games."""
+    return {"greedy": trainer.evaluate(num_envs=4).metrics["cart/return"],
+            "iteration": trainer.iteration}
+
+
+def test_seeds_side_by_side_are_the_runs_one_after_another_gives():
     """Each seed in a process of its own (what a GPU does by default) trains exactly the run
-    it trains in this process; a score made here (a lambda) travels with it."""
-    apart = train_seeds("cartpole", [7, 3], 2, metric=METRIC, overrides=TINY, at_once=True,
-                        score=lambda trainer: {"seed_seen": trainer.seed})
-    np.testing.assert_array_equal(apart.curves, runs.curves)
-    np.testing.assert_array_equal(apart.env_steps, runs.env_steps)
-    assert apart.score("seed_seen") == {7: 7.0, 3: 3.0}
+    it trains in this process, and a score (a lambda here, as a notebook's would be) scores
+    the trained run: the trainer made again from the checkpoint its process wrote."""
+    kinds = {way: train_seeds("cartpole", [7, 3], 2, metric="cart/return", overrides=TINY,
+                              at_once=at_once, score=greedy_return)
+             for way, at_once in (("alone", False), ("apart", True))}
+    alone, apart = kinds["alone"], kinds["apart"]
+    np.testing.assert_array_equal(apart.curves, alone.curves)
+    np.testing.assert_array_equal(apart.env_steps, alone.env_steps)
+    assert apart.score("greedy") == alone.score("greedy")
+    assert apart.score("iteration") == {7: 2.0, 3: 2.0}
+    without = train_seeds("cartpole", [7, 3], 2, metric="cart/return", overrides=TINY,
+                          at_once=True)  # no score: no checkpoint, no trainer made again
+    np.testing.assert_array_equal(without.curves, alone.curves)
 
 
 def test_a_failure_in_a_seeds_process_comes_back_as_its_error():
     with pytest.raises(TrainError, match="'cart/retrun' is not in the history"):
         train_seeds("cartpole", [0, 1], 1, metric="cart/retrun", overrides=TINY, at_once=True)
     with pytest.raises(TrainError, match=r"seed 0's run failed in its own process: "
-                                         r"ZeroDivisionError.*at_once=False"):
-        train_seeds("cartpole", [0, 1], 1, metric=METRIC, overrides=TINY, at_once=True,
-                    score=lambda trainer: {"x": 1 / 0})
+                                         r"ConfigError.*at_once=False"):
+        train_seeds("cartpole", [0, 1], 1, metric=METRIC, at_once=True,
+                    overrides={**TINY, "env": {"num_envs": -4}})
 
 
 @pytest.mark.parametrize("gpu, seat, alone", [(False, None, True), (True, None, False),
@@ -68,22 +83,25 @@ def test_side_by_side_is_the_default_on_a_gpu_outside_a_rooms_seat(monkeypatch, 
         monkeypatch.setenv("WD_TEACH_GPU_MEMORY_GB", seat)
     chosen = []
     monkeypatch.setattr(module, "train_one", lambda *run, **_: chosen.append("alone") or
-                        ([0.0], np.array([1]), {}))
-    monkeypatch.setattr(module, "_side_by_side", lambda runs: chosen.append("at once") or
-                        [([0.0], np.array([1]), {})] * len(runs))
+                        (None, [0.0], np.array([1])))
+    monkeypatch.setattr(module, "_side_by_side", lambda runs, keep: chosen.append("at once") or
+                        [(None, [0.0], np.array([1]))] * len(runs))
     train_seeds("cartpole", [0, 1], 1, metric=METRIC, overrides=TINY)
     assert chosen == (["alone", "alone"] if alone else ["at once"])
 
 
-def test_a_seats_memory_limit_is_shared_out_among_its_seeds(monkeypatch):
+def test_a_seats_memory_limit_is_shared_out_among_its_seeds(monkeypatch, tmp_path):
+    """In a room's seat, side by side when asked: each process gets its share of the seat's
+    limit (here the run fails on purpose, after the process has set its share)."""
     from wd_teach.train import seeds as module
 
-    monkeypatch.delenv("WD_TEACH_GPU_MEMORY_GB", raising=False)
-    module._seat_share(None)
-    assert "WD_TEACH_GPU_MEMORY_GB" not in __import__("os").environ
     monkeypatch.setenv("WD_TEACH_GPU_MEMORY_GB", "4")
-    module._seat_share(0.8)
-    assert __import__("os").environ["WD_TEACH_GPU_MEMORY_GB"] == "0.800"
+    seen = {}
+    monkeypatch.setattr(module, "train_one", lambda *run: seen.setdefault(
+        "share", os.environ["WD_TEACH_GPU_MEMORY_GB"]) and 1 / 0)
+    module._seed_main(0, [("cartpole", 0, 1, METRIC, TINY)], str(tmp_path), False, 4 / 5)
+    assert seen["share"] == "0.800"
+    assert "ZeroDivisionError" in (tmp_path / "seed0.json").read_text()
 
 
 @pytest.mark.parametrize("seeds, words", [

@@ -25,13 +25,15 @@ process.
 
 from __future__ import annotations
 
-import multiprocessing
+import json
 import os
+import tempfile
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+import torch
 
 from wd_teach import seat_memory
 from wd_teach.device import gpu_available
@@ -98,22 +100,26 @@ def train_seeds(config, seeds: Iterable[int], iterations: int | None = None, *, 
     last = require_whole("last", last, low=1, error=TrainError)
     if at_once is None:
         at_once = len(seeds) > 1 and gpu_available() and seat_memory.limit_bytes() is None
-    runs = [(config, seed, iterations, metric, overrides, score) for seed in seeds]
+    runs = [(config, seed, iterations, metric, overrides) for seed in seeds]
     if at_once:
-        results = _side_by_side(runs)
+        trained = _side_by_side(runs, keep=score is not None)
     else:
-        results = [train_one(*run, progress=progress) for run in runs]
-    curves = np.asarray([curve for curve, _, _ in results], dtype=float)
-    env_steps = results[0][1]
+        trained = (train_one(*run, progress=progress) for run in runs)
+    curves, steps, extra = [], [], []
+    for trainer, curve, env_steps in trained:  # each trainer scored, then let go
+        curves.append(curve)
+        steps.append(env_steps)
+        extra.append(score(trainer) if score is not None else {})
+    curves = np.asarray(curves, dtype=float)
     scores = {"final": _tail_means(curves, last)}
-    for name in results[0][2]:
-        scores[name] = np.array([float(more[name]) for _, _, more in results])
-    return SeedRuns(metric, seeds, env_steps, curves, scores)
+    for name in extra[0]:
+        scores[name] = np.array([float(more[name]) for more in extra])
+    return SeedRuns(metric, seeds, steps[0], curves, scores)  # env steps: alike for all
 
 
 def train_one(config, seed: int, iterations: int | None, metric: str, overrides: dict | None,
-              score: Callable | None, progress: bool = False):
-    """One seed's run: (its metric per iteration, env steps per iteration, its scores)."""
+              progress: bool = False):
+    """One seed's run: (its trainer, its metric per iteration, env steps per iteration)."""
     from wd_teach.train.trainer import Trainer  # the trainer imports this layer's modules
 
     trainer = Trainer(config, overrides=merge(overrides or {}, {"trainer": {"seed": seed}}))
@@ -122,49 +128,61 @@ def train_one(config, seed: int, iterations: int | None, metric: str, overrides:
         names = ", ".join(k for k in (history[0] if history else {}) if "/" in k)
         raise TrainError(f"metric {metric!r} is not in the history (train at least one "
                          f"iteration); its metrics: {names or 'none'}.")
-    curve = [row[metric] for row in history]
-    env_steps = np.array([row["env_steps"] for row in history])
-    return curve, env_steps, (score(trainer) if score is not None else {})
+    return trainer, [row[metric] for row in history], np.array([row["env_steps"]
+                                                                for row in history])
 
 
-def _side_by_side(runs: list[tuple]) -> list[tuple]:
-    """`train_one` of every run at once, each in a process of its own, in the runs' order.
+def _side_by_side(runs: list[tuple], keep: bool):
+    """`train_one` of every run at once, each in a process of its own; yields, in the runs'
+    order, each run's trainer (with `keep`, made again here from the checkpoint its process
+    wrote; else None), curve and env steps.
 
-    The processes are spawned, not forked (a forked CUDA context does not work), so each
-    imports torch and wd_teach afresh and compiles its own kernels. A `score` defined in a
-    notebook lives in no module a new process can import, so every run travels through
-    cloudpickle, which sends such functions by value. A room's seat limit is shared out."""
-    import cloudpickle
+    The processes are spawned, not forked (a forked child cannot use CUDA its parent
+    started), so each imports torch and wd_teach afresh and compiles its own kernels. What
+    a process hands back is a checkpoint (safetensors) and a JSON file, as the data-parallel
+    ranks do: nothing comes back as a pickle, which would run code when read. So a `score`
+    never travels: it runs here, on the trainer the checkpoint makes again, exactly the
+    trained one (a checkpoint resumes a run exactly). A room's seat limit is shared out."""
+    from wd_teach.train.trainer import Trainer
 
     share = seat_memory.limit_bytes()
     share = None if share is None else share / len(runs) / seat_memory.GIB
-    spawn = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(len(runs), mp_context=spawn, initializer=_seat_share,
-                             initargs=(share,)) as pool:
-        pending = [pool.submit(_train_pickled, cloudpickle.dumps(run)) for run in runs]
-        results = []
-        for run, future in zip(runs, pending, strict=True):
-            try:
-                results.append(future.result())
-            except TrainError:
-                raise
-            except Exception as err:  # a crash in the process: name the seed and the cause
-                raise TrainError(f"seed {run[1]}'s run failed in its own process: "
-                                 f"{type(err).__name__}: {err}. Run it alone with "
-                                 "at_once=False to see it where it happens.") from err
-    return results
+    with tempfile.TemporaryDirectory(prefix="wd_teach_seeds_") as folder:
+        try:
+            torch.multiprocessing.spawn(_seed_main, args=(runs, folder, keep, share),
+                                        nprocs=len(runs), join=True)
+        except torch.multiprocessing.ProcessExitedException as err:  # killed, or crashed
+            raise TrainError(f"seed {runs[err.error_index][1]}'s process ended without a "
+                             f"result ({err}). Run it alone with at_once=False to see where it "
+                             "fails.") from err
+        for index, run in enumerate(runs):
+            found = json.loads((Path(folder) / f"seed{index}.json").read_text())
+            if "error" in found:
+                raise TrainError(found["error"] if found["train_error"] else
+                                 f"seed {run[1]}'s run failed in its own process: "
+                                 f"{found['error']}. Run it alone with at_once=False to see "
+                                 "it where it happens.")
+            trainer = (Trainer.from_checkpoint(Path(folder) / f"seed{index}.safetensors")
+                       if keep else None)
+            yield trainer, found["curve"], np.array(found["env_steps"])
 
 
-def _train_pickled(run: bytes):
-    import cloudpickle
-
-    return train_one(*cloudpickle.loads(run))
-
-
-def _seat_share(gib: float | None) -> None:
-    """In each process: a room seat's GPU memory limit, divided among the seeds."""
-    if gib is not None:
-        os.environ[seat_memory.ENV_VAR] = f"{gib:.3f}"
+def _seed_main(index: int, runs: list[tuple], folder: str, keep: bool,
+               share: float | None) -> None:
+    """One seed's process: train, then write a JSON of the curve (or of the error, so that
+    the parent names it) and, with `keep`, the checkpoint."""
+    if share is not None:  # a room seat's GPU memory limit, divided among the seeds
+        os.environ[seat_memory.ENV_VAR] = f"{share:.3f}"
+    out = Path(folder) / f"seed{index}"
+    try:
+        trainer, curve, env_steps = train_one(*runs[index])
+        if keep:
+            trainer.save(out.with_suffix(".safetensors"))
+        found = {"curve": curve, "env_steps": env_steps.tolist()}
+    except Exception as err:
+        found = {"error": f"{type(err).__name__}: {err}" if not isinstance(err, TrainError)
+                 else str(err), "train_error": isinstance(err, TrainError)}
+    out.with_suffix(".json").write_text(json.dumps(found))
 
 
 def _tail_means(curves: np.ndarray, last: int) -> np.ndarray:
