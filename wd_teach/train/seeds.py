@@ -18,7 +18,8 @@ On a GPU the seeds train at once, side by side: a process each, all started toge
 the run: each process pays its own start (torch, CUDA, compiling the kernels),
 so short runs gain nothing. Lesson 07's five CartPole seeds (a few seconds each, replayed
 as CUDA graphs) took 16.9 s side by side and 16.0 s one after another on an H200
-(bench/seeds_at_once.py times both ways; bench/NOTES.md). Elsewhere (a CPU, or a room's
+(bench/seeds_at_once.py times both ways; bench/NOTES.md says which version of this module
+it timed). Elsewhere (a CPU, or a room's
 seat, whose GPU memory share was sized for one process) they run one after another in this
 process.
 """
