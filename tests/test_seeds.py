@@ -1,7 +1,8 @@
 """Several seeds of one run (wd_teach/train/seeds.py) and their interval estimates
 (wd_teach/train/intervals.py): every result names its seed, a seed gives the same curve
-each time and another seed another one, the IQM is the one worked out by hand and its
-interval holds it, and bad input is refused before any training with what to do."""
+each time and another seed another one, side by side (a process each) or one after another,
+the IQM is the one worked out by hand and its interval holds it, and bad input is refused
+before any training (before any process starts) with what to do."""
 
 import os
 
@@ -53,6 +54,7 @@ def test_seeds_side_by_side_are_the_runs_one_after_another_gives():
                               at_once=at_once, score=greedy_return)
              for way, at_once in (("alone", False), ("apart", True))}
     alone, apart = kinds["alone"], kinds["apart"]
+    assert apart.at_once and not alone.at_once
     np.testing.assert_array_equal(apart.curves, alone.curves)
     np.testing.assert_array_equal(apart.env_steps, alone.env_steps)
     assert apart.score("greedy") == alone.score("greedy")
@@ -65,10 +67,36 @@ def test_seeds_side_by_side_are_the_runs_one_after_another_gives():
 def test_a_failure_in_a_seeds_process_comes_back_as_its_error():
     with pytest.raises(TrainError, match="'cart/retrun' is not in the history"):
         train_seeds("cartpole", [0, 1], 1, metric="cart/retrun", overrides=TINY, at_once=True)
-    with pytest.raises(TrainError, match=r"seed 0's run failed in its own process: "
-                                         r"ConfigError.*at_once=False"):
+
+
+def test_a_bad_config_is_refused_before_any_process_starts(monkeypatch):
+    from wd_teach.errors import ConfigError
+    from wd_teach.train import seeds as module
+
+    monkeypatch.setattr(module, "_side_by_side", lambda runs, keep: pytest.fail("started"))
+    with pytest.raises(ConfigError, match="num_envs"):
         train_seeds("cartpole", [0, 1], 1, metric=METRIC, at_once=True,
                     overrides={**TINY, "env": {"num_envs": -4}})
+
+
+def test_what_a_seeds_process_writes_is_read_back_or_named(monkeypatch, tmp_path):
+    """A seed's process reports in a JSON file: its curve, or its error (a TrainError's own
+    words, anything else named with its type and what to do); no file at all is named too."""
+    from wd_teach.train import seeds as module
+
+    run = [("cartpole", 0, 1, METRIC, TINY)]
+    monkeypatch.setattr(module, "train_one", lambda *run: 1 / 0)
+    module._seed_main(0, run, str(tmp_path), False, None, None)
+    with pytest.raises(TrainError, match=r"seed 4's run failed in its own process: "
+                                         r"ZeroDivisionError: division by zero\. .*at_once"):
+        module._result(tmp_path / "seed0", 4)
+    monkeypatch.setattr(module, "train_one", lambda *run: (None, [1.5, float("nan")],
+                                                            np.array([64, 128])))
+    module._seed_main(0, run, str(tmp_path), False, None, None)
+    curve, steps = module._result(tmp_path / "seed0", 0)
+    assert curve[0] == 1.5 and np.isnan(curve[1]) and steps.tolist() == [64, 128]
+    with pytest.raises(TrainError, match="seed 2's process wrote no result"):
+        module._result(tmp_path / "seed2", 2)
 
 
 @pytest.mark.parametrize("gpu, seat, alone", [(False, None, True), (True, None, False),
@@ -90,18 +118,39 @@ def test_side_by_side_is_the_default_on_a_gpu_outside_a_rooms_seat(monkeypatch, 
     assert chosen == (["alone", "alone"] if alone else ["at once"])
 
 
-def test_a_seats_memory_limit_is_shared_out_among_its_seeds(monkeypatch, tmp_path):
-    """In a room's seat, side by side when asked: each process gets its share of the seat's
-    limit (here the run fails on purpose, after the process has set its share)."""
+def test_a_seats_memory_limit_is_shared_out_among_its_seeds():
+    """Whole MiB each, rounded down: the shares never add up to more than the seat's."""
+    from wd_teach import seat_memory
+    from wd_teach.train.seeds import seat_share
+
+    gib = seat_memory.GIB
+    assert seat_share(None, 5) is None
+    for limit, processes, mib in ((4 * gib, 5, 819), (2 * gib, 3, 682), (gib, 1, 1024)):
+        share = seat_share(limit, processes)
+        read = seat_memory.limit_bytes({seat_memory.ENV_VAR: share})
+        assert read == mib * 2**20 and processes * read <= limit
+    with pytest.raises(TrainError, match="under 1 MiB each"):
+        seat_share(2**20, 2)
+
+
+def test_a_seeds_process_takes_its_share_and_the_floor_chosen_here(monkeypatch, tmp_path):
+    """A process started for a seed is handed what the environment would not tell it: its
+    share of a room seat's memory, and a floor chosen by set_fast in this process."""
+    from wd_teach import floors
     from wd_teach.train import seeds as module
 
     monkeypatch.setenv("WD_TEACH_GPU_MEMORY_GB", "4")
+    monkeypatch.setattr(floors, "_chosen", floors._chosen)  # put back after the test
     seen = {}
-    monkeypatch.setattr(module, "train_one", lambda *run: seen.setdefault(
-        "share", os.environ["WD_TEACH_GPU_MEMORY_GB"]) and 1 / 0)
-    module._seed_main(0, [("cartpole", 0, 1, METRIC, TINY)], str(tmp_path), False, 4 / 5)
-    assert seen["share"] == "0.800"
-    assert "ZeroDivisionError" in (tmp_path / "seed0.json").read_text()
+
+    def train_one(*run):
+        seen.update(share=os.environ["WD_TEACH_GPU_MEMORY_GB"], fast=floors.fast_setting())
+        return None, [0.0], np.array([16])
+
+    monkeypatch.setattr(module, "train_one", train_one)
+    module._seed_main(0, [("cartpole", 0, 1, METRIC, TINY)], str(tmp_path), False,
+                      "0.7998046875", False)
+    assert seen == {"share": "0.7998046875", "fast": False}
 
 
 @pytest.mark.parametrize("seeds, words", [

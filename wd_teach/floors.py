@@ -49,6 +49,13 @@ def _setting() -> bool | None:
     return CHOICES[text]
 
 
+def fast_setting() -> bool | None:
+    """This process's choice, True, False or None (auto): set_fast's, else WD_TEACH_FAST's.
+    A process this one starts is handed it (`set_fast(fast_setting())` there), since a
+    set_fast made here does not reach it through the environment."""
+    return _setting()
+
+
 def set_fast(on: bool | None | str) -> None:
     """Choose the floor for this process: True, False, or None / "auto" (on a GPU only);
     "reset" goes back to reading WD_TEACH_FAST."""

@@ -24,7 +24,8 @@ def test_seeds_side_by_side_on_the_gpu_are_the_runs_made_alone(backend):
     alone = train_seeds("cartpole", [0, 1, 2], 3, metric="cart/loss", overrides=small,
                         at_once=False, score=played)
     apart = train_seeds("cartpole", [0, 1, 2], 3, metric="cart/loss", overrides=small,
-                        score=played)
+                        at_once=True, score=played)
+    assert apart.at_once and not alone.at_once
     assert apart.score("on_gpu") == {0: 1.0, 1: 1.0, 2: 1.0}
     np.testing.assert_array_equal(apart.curves, alone.curves)
     assert apart.score("greedy") == alone.score("greedy")

@@ -14,12 +14,13 @@ on a GPU, its `cpu` block's toy size elsewhere). Seeds share nothing but the con
 run is the run `Trainer` makes of that seed alone, wherever it runs.
 
 On a GPU the seeds train at once, side by side: a process each, all started together
-(`at_once`), so the card takes kernels from all of them. Whether that is faster depends on
-the run: each process pays its own start (torch, CUDA, compiling the kernels),
-so short runs gain nothing. Lesson 07's five CartPole seeds (a few seconds each, replayed
-as CUDA graphs) took 16.9 s side by side and 16.0 s one after another on an H200
-(bench/seeds_at_once.py times both ways; bench/NOTES.md says which version of this module
-it timed). Elsewhere (a CPU, or a room's
+(`at_once`). The card does not run the processes' kernels together (without NVIDIA's MPS it
+switches between their contexts); it runs one process's kernels while the others' Python
+prepares their next ones. Whether that is faster depends on the run: each process pays its
+own start (torch, CUDA, compiling the kernels), so short runs gain nothing. Lesson 07's five
+CartPole seeds (a few seconds each, replayed as CUDA graphs) took 16.9 s side by side and
+16.0 s one after another on an H200 (bench/seeds_at_once.py times both ways, with no score;
+bench/NOTES.md says which version of this module it timed). Elsewhere (a CPU, or a room's
 seat, whose GPU memory share was sized for one process) they run one after another in this
 process.
 """
@@ -35,12 +36,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch.multiprocessing.spawn import ProcessException
 
-from wd_teach import seat_memory
+from wd_teach import floors, seat_memory
 from wd_teach.device import gpu_available
 from wd_teach.errors import TrainError
 from wd_teach.ranges import require_whole
-from wd_teach.train.config import merge
+from wd_teach.train.config import load_config, merge
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class SeedRuns:
     env_steps: np.ndarray  # [iterations]: env steps after each iteration (alike for every seed)
     curves: np.ndarray  # [seeds, iterations]: the metric; NaN where no episode ended
     scores: dict[str, np.ndarray]  # name -> [seeds]: "final", and what `score` returned
+    at_once: bool = False  # trained side by side (a process each), or one after another
 
     def curve(self, seed: int) -> np.ndarray:
         """One seed's learning curve."""
@@ -103,7 +106,8 @@ def train_seeds(config, seeds: Iterable[int], iterations: int | None = None, *, 
         at_once = len(seeds) > 1 and gpu_available() and seat_memory.limit_bytes() is None
     runs = [(config, seed, iterations, metric, overrides) for seed in seeds]
     if at_once:
-        trained = _side_by_side(runs, keep=score is not None)
+        load_config(config, overrides=merge(overrides or {}, {"trainer": {"seed": seeds[0]}}))
+        trained = _side_by_side(runs, keep=score is not None)  # the config checked first
     else:
         trained = (train_one(*run, progress=progress) for run in runs)
     curves, steps, extra = [], [], []
@@ -115,7 +119,7 @@ def train_seeds(config, seeds: Iterable[int], iterations: int | None = None, *, 
     scores = {"final": _tail_means(curves, last)}
     for name in extra[0]:
         scores[name] = np.array([float(more[name]) for more in extra])
-    return SeedRuns(metric, seeds, steps[0], curves, scores)  # env steps: alike for all
+    return SeedRuns(metric, seeds, steps[0], curves, scores, at_once)  # steps: alike for all
 
 
 def train_one(config, seed: int, iterations: int | None, metric: str, overrides: dict | None,
@@ -139,41 +143,73 @@ def _side_by_side(runs: list[tuple], keep: bool):
     wrote; else None), curve and env steps.
 
     The processes are spawned, not forked (a forked child cannot use CUDA its parent
-    started), so each imports torch and wd_teach afresh and compiles its own kernels. What
-    a process hands back is a checkpoint (safetensors) and a JSON file, as the data-parallel
-    ranks do: nothing comes back as a pickle, which would run code when read. So a `score`
-    never travels: it runs here, on the trainer the checkpoint makes again, exactly the
-    trained one (a checkpoint resumes a run exactly). A room's seat limit is shared out."""
+    started), so each imports torch and wd_teach afresh and compiles its own kernels; each
+    is handed this process's choice of floor (wd_teach.floors), which a notebook may have
+    set. What a process hands back is a checkpoint (safetensors) and a JSON file, as the
+    data-parallel ranks do: nothing comes back as a pickle, which would run code when read.
+    So a `score` never travels: it runs here, on the trainer the checkpoint makes again (a
+    checkpoint resumes a run exactly: weights, optimisers, the env's state and the run's
+    own random generators; torch's global generator is not a run's and is not in it).
+    Every process's result is read before any trainer is made, so a failed seed is named
+    first, and the checkpoints are read into memory before their folder goes."""
+    from wd_teach.train.checkpoint import read_checkpoint
     from wd_teach.train.trainer import Trainer
 
-    share = seat_memory.limit_bytes()
-    share = None if share is None else share / len(runs) / seat_memory.GIB
+    share = seat_share(seat_memory.limit_bytes(), len(runs))
     with tempfile.TemporaryDirectory(prefix="wd_teach_seeds_") as folder:
         try:
-            torch.multiprocessing.spawn(_seed_main, args=(runs, folder, keep, share),
+            torch.multiprocessing.spawn(_seed_main, args=(runs, folder, keep, share,
+                                                          floors.fast_setting()),
                                         nprocs=len(runs), join=True)
-        except torch.multiprocessing.ProcessExitedException as err:  # killed, or crashed
+        except ProcessException as err:  # killed, crashed, or failed outside its own report
             raise TrainError(f"seed {runs[err.error_index][1]}'s process ended without a "
-                             f"result ({err}). Run it alone with at_once=False to see where it "
-                             "fails.") from err
-        for index, run in enumerate(runs):
-            found = json.loads((Path(folder) / f"seed{index}.json").read_text())
-            if "error" in found:
-                raise TrainError(found["error"] if found["train_error"] else
-                                 f"seed {run[1]}'s run failed in its own process: "
-                                 f"{found['error']}. Run it alone with at_once=False to see "
-                                 "it where it happens.")
-            trainer = (Trainer.from_checkpoint(Path(folder) / f"seed{index}.safetensors")
-                       if keep else None)
-            yield trainer, found["curve"], np.array(found["env_steps"])
+                             f"result ({type(err).__name__}: {err}). Run it alone with "
+                             "at_once=False to see where it fails.") from err
+        results = [_result(Path(folder) / f"seed{index}", run[1])
+                   for index, run in enumerate(runs)]
+        states = [read_checkpoint(Path(folder) / f"seed{index}.safetensors") if keep else None
+                  for index in range(len(runs))]
+    for run, state, (curve, env_steps) in zip(runs, states, results, strict=True):
+        trainer = (Trainer.from_state(state, f"seed {run[1]}'s checkpoint")
+                   if state is not None else None)
+        yield trainer, curve, env_steps
 
 
-def _seed_main(index: int, runs: list[tuple], folder: str, keep: bool,
-               share: float | None) -> None:
+def _result(path: Path, seed: int) -> tuple[list, np.ndarray]:
+    """A seed's curve and env steps from the JSON its process wrote, or its error raised."""
+    if not path.with_suffix(".json").exists():
+        raise TrainError(f"seed {seed}'s process wrote no result (stopped before its end, "
+                         "e.g. by an interrupt). Run it alone with at_once=False.")
+    found = json.loads(path.with_suffix(".json").read_text())
+    if "error" in found:
+        raise TrainError(found["error"] if found["train_error"] else
+                         f"seed {seed}'s run failed in its own process: {found['error']}. "
+                         "Run it alone with at_once=False to see it where it happens.")
+    return found["curve"], np.array(found["env_steps"])
+
+
+def seat_share(limit: int | None, processes: int) -> str | None:
+    """A room seat's GPU memory limit (bytes; None: no seat) shared among `processes`, as
+    WD_TEACH_GPU_MEMORY_GB's value: whole MiB, rounded down, so that the shares never add up
+    to more than the seat's. They bound torch's allocator in each process; each process's
+    CUDA context (a few hundred MiB) comes on top, as it does for a seat's one process."""
+    if limit is None:
+        return None
+    mib = limit // processes // 2**20
+    if mib < 1:
+        raise TrainError(f"a seat's GPU memory limit of {limit} bytes shared among {processes} "
+                         "seeds leaves under 1 MiB each: train them one after another "
+                         "(at_once=False).")
+    return repr(mib / 1024)  # exact: a whole number of MiB is a short binary fraction of GiB
+
+
+def _seed_main(index: int, runs: list[tuple], folder: str, keep: bool, share: str | None,
+               fast: bool | None) -> None:
     """One seed's process: train, then write a JSON of the curve (or of the error, so that
     the parent names it) and, with `keep`, the checkpoint."""
     if share is not None:  # a room seat's GPU memory limit, divided among the seeds
-        os.environ[seat_memory.ENV_VAR] = f"{share:.3f}"
+        os.environ[seat_memory.ENV_VAR] = share
+    floors.set_fast(fast)
     out = Path(folder) / f"seed{index}"
     try:
         trainer, curve, env_steps = train_one(*runs[index])

@@ -548,12 +548,16 @@ class Trainer:
         """A trainer built from the config a checkpoint holds, and loaded from it. `logger`:
         where its metrics go from now on (None: as the checkpoint's run logged them);
         it changes nothing of the run itself."""
-        state = read_checkpoint(path)
+        return cls.from_state(read_checkpoint(path), str(path), gpu=gpu, logger=logger)
+
+    @classmethod
+    def from_state(cls, state: dict, where: str, gpu: bool | None = None,
+                   logger: str | None = None) -> Trainer:
+        """`from_checkpoint` of a checkpoint already read (`where` names it in errors)."""
         if not isinstance(state.get("config"), dict):
-            raise TrainError(f"{path} holds no run config: it is not a whole wd-teach "
+            raise TrainError(f"{where} holds no run config: it is not a whole wd-teach "
                              "training checkpoint.")
-        return cls(state["config"], gpu=gpu, logger=logger).load_state_dict(state,
-                                                                            where=str(path))
+        return cls(state["config"], gpu=gpu, logger=logger).load_state_dict(state, where=where)
 
     def __repr__(self) -> str:
         groups = ", ".join(f"{g.name} ({g.size} agents)" for g in self.groups)
