@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 from numba import cuda, float32
+from test_gpu_fundamentals import bounded_softmax
 
 import wd_teach
 from wd_teach import backends
@@ -179,23 +180,14 @@ def test_each_broken_kernel_is_found_by_its_tool(kernel, backend):
     assert report.errors and report.errors > 0, report.output[-3000:]
 
 
-def _softmax_source(bounds: str) -> str:
-    from wd_teach.lessons.show import cuda_function
-
-    body = cuda_function(open(KERNELS_CU).read(), "softmax_rows")
-    return "#define SOFTMAX_ACTIONS 32\n" + body.replace("void softmax_rows",
-                                                         f"void {bounds}softmax_rows")
-
-
 def test_the_bounded_softmax_is_true_with_both_halves_run_and_unbounded_refused(capsys):
     """Exercise 4 on a GPU: the bounds read from each language's PTX, the registers from
     each compiled kernel; unbounded, both halves are refused."""
     bounded = cuda.jit(launch_bounds=(256, 8))(kernels_numba.softmax_rows.py_func)
-    verdict = lesson_10.check_launch_bounds(bounded, _softmax_source(
-        "__launch_bounds__(256, 8) "), "pycuda")
+    verdict = lesson_10.check_launch_bounds(bounded, bounded_softmax(), "pycuda")
     assert verdict, capsys.readouterr().out
     assert capsys.readouterr().out.count("8 blocks of 256 fit an SM") == 2
     free = cuda.jit(kernels_numba.softmax_rows.py_func)
-    verdict = lesson_10.check_launch_bounds(free, _softmax_source(""), "pycuda")
+    verdict = lesson_10.check_launch_bounds(free, bounded_softmax(""), "pycuda")
     assert set(verdict.wrong) == {"Numba kernel", "CUDA C kernel"}
     assert capsys.readouterr().out.count("(threads None, blocks an SM None)") == 2

@@ -150,8 +150,7 @@ def check_launch_bounds(numba_kernel, cuda_c_source, backend) -> Verdict:
         if not kernels.backend.reads_cuda_c and discover().simulator:
             return ("its probabilities are right; the simulator compiles nothing, so its "
                     "launch bounds and registers were not read here (on a GPU they are)")
-        ptx = (cuda_c.ptx(kernels.source) if kernels.backend.reads_cuda_c  # the newest build:
-               else list(kernels.kernel("softmax_rows").inspect_asm().values())[-1])
+        ptx = measure.compiled_ptx(kernels, "softmax_rows")
         usage = {"registers": measure.registers(kernels, "softmax_rows"),
                  "spill_bytes": (measure.ptxas_usage(ptx, "softmax_rows") or {}).get(
                      "spill_bytes")}

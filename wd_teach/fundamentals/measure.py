@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from wd_teach import backends
+from wd_teach import backends, cuda_c
 from wd_teach.errors import WdTeachError
 from wd_teach.timing import time_calls
 
@@ -328,6 +328,15 @@ def registers(kernels: Kernels, name: str) -> int:
         return int(kernel.num_regs)
     regs = kernel.get_regs_per_thread()
     return int(regs if isinstance(regs, int) else max(regs.values()))
+
+
+def compiled_ptx(kernels: Kernels, name: str) -> str:
+    """The PTX kernel `name` runs as: nvcc's of the CUDA C source, or Numba's of the newest
+    signature it compiled (a kernel launched with other argument types has several, each
+    an entry of the same name; ptxas_usage wants one). Launch it once first."""
+    if kernels.backend.reads_cuda_c:
+        return cuda_c.ptx(kernels.source)
+    return list(kernels.kernel(name).inspect_asm().values())[-1]
 
 
 def ptx_registers_and_bounds(ptx: str, name: str) -> dict:

@@ -177,10 +177,11 @@ def _side_by_side(runs: list[tuple], keep: bool):
 
 def _result(path: Path, seed: int) -> tuple[list, np.ndarray]:
     """A seed's curve and env steps from the JSON its process wrote, or its error raised."""
-    if not path.with_suffix(".json").exists():
+    report = path.with_suffix(".json")
+    if not report.exists():
         raise TrainError(f"seed {seed}'s process wrote no result (stopped before its end, "
                          "e.g. by an interrupt). Run it alone with at_once=False.")
-    found = json.loads(path.with_suffix(".json").read_text())
+    found = json.loads(report.read_text())
     if "error" in found:
         raise TrainError(found["error"] if found["train_error"] else
                          f"seed {seed}'s run failed in its own process: {found['error']}. "
@@ -217,8 +218,9 @@ def _seed_main(index: int, runs: list[tuple], folder: str, keep: bool, share: st
             trainer.save(out.with_suffix(".safetensors"))
         found = {"curve": curve, "env_steps": env_steps.tolist()}
     except Exception as err:
-        found = {"error": f"{type(err).__name__}: {err}" if not isinstance(err, TrainError)
-                 else str(err), "train_error": isinstance(err, TrainError)}
+        ours = isinstance(err, TrainError)  # its words say what to do; others get the type
+        found = {"error": str(err) if ours else f"{type(err).__name__}: {err}",
+                 "train_error": ours}
     out.with_suffix(".json").write_text(json.dumps(found))
 
 
