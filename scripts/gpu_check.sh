@@ -72,11 +72,10 @@ parts=$(( workers + 6 ))
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$(( $(nproc) / parts > 0 ? $(nproc) / parts : 1 ))}"
 spread=()
 python -c "import xdist" 2>/dev/null && spread=(-n "$workers")
-# tests/conftest.py puts the long tests first, and xdist's `load` deals the first quarter out
-# one test at a time, so each worker starts with its share of them. (`worksteal` hands out
-# contiguous runs instead, all the long tests to one worker; at 2f6dd56 its tests part ended
-# at 544 s, past the limit, on 3,663 s of tests over 10 workers.)
-[ ${#spread[@]} -gt 0 ] && spread+=(--dist load)
+# worksteal (pytest-xdist 3.2+) hands a slow worker's queued tests to idle ones, so the long
+# notebook tests at the end do not leave the others waiting.
+python -c "import xdist, sys; sys.exit(tuple(map(int, xdist.__version__.split('.')[:2])) < (3, 2))" \
+  2>/dev/null && spread+=(--dist worksteal)
 limit=()
 python -c "import pytest_timeout" 2>/dev/null && limit=(--timeout 420)
 

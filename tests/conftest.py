@@ -17,15 +17,7 @@ BACKENDS_HERE = wd_teach.discover().backends
 
 
 def pytest_collection_modifyitems(config, items):
-    """Long tests go first, so that workers sharing them (pytest-xdist's `load`, which deals
-    the first quarter out one test at a time) all finish at about the same time; a long test
-    dealt last holds the whole run up. Long: marked `slow` or `long`, then tests/gpu.
-    Tests marked `gpu` need a GPU: they are skipped, visibly, on machines without one."""
-    def rank(item):
-        keywords = item.keywords
-        return 0 if "slow" in keywords or "long" in keywords else 1 if "gpu" in keywords else 2
-
-    items.sort(key=rank)  # stable: each group keeps pytest's order
+    """Tests marked `gpu` need a GPU: they are skipped, visibly, on machines without one."""
     if wd_teach.gpu_available():
         return
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU (run tests/gpu on the GPU machine)")

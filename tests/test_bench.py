@@ -323,7 +323,6 @@ def test_a_wrong_thread_count_says_what_to_give(monkeypatch, setting):
         cpu_threads()
 
 
-@pytest.mark.long
 def test_the_headline_script_runs_every_stage_and_writes_its_rows(tmp_path):
     """bench/headline.sh at a toy size on the NumPy backend: every stage ends in time and
     writes its JSON rows at 1,000 agents (on a GPU it runs 2,000 envs of them)."""

@@ -444,18 +444,3 @@ def test_the_quick_start_ends_with_a_hint_that_works_in_a_fresh_shell():
     script = (REPO / "scripts" / "start.sh").read_text()
     hints = [line for line in script.splitlines() if line.startswith('echo "Next:')]
     assert hints and all(".venv/bin/jupyter lab notebooks/" in hint for hint in hints)
-
-
-def test_long_tests_are_collected_first_so_parallel_workers_end_together():
-    """scripts/gpu_check.sh deals tests out with xdist's `load`; a long test collected last
-    would hold up the whole check. tests/conftest.py sorts `slow` and `long` tests first."""
-    files = ["tests/test_bench.py", "tests/test_notebooks.py", "tests/test_seeds.py"]
-    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
-                           "-p", "no:cacheprovider", *files],
-                          cwd=REPO, capture_output=True, text=True, check=True)
-    ids = [line for line in done.stdout.splitlines() if "::" in line]
-    marked = [i for i in ids if i.startswith(("tests/test_notebooks.py::test_notebook_runs",
-                                              "tests/test_bench.py::test_the_headline",
-                                              "tests/test_seeds.py::test_seeds_side_by_side_are"))]
-    assert len(marked) >= 3, ids
-    assert ids[:len(marked)] == marked, "a long test is collected after a short one"

@@ -194,7 +194,6 @@ def test_the_wheel_carries_every_kernel_header_and_config_of_the_source_tree(whe
     assert in_wheel == sorted(shipped), "the wheel has data files the source tree lacks"
 
 
-@pytest.mark.long
 def test_the_installed_wheel_runs_doctor_and_trains_outside_the_checkout(wheel, tmp_path):
     """Installed NOT editable into a new virtual environment that sees this one's packages
     (offline: --no-deps --no-index), then run from a folder outside the checkout: every

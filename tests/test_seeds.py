@@ -46,7 +46,6 @@ def greedy_return(trainer):
             "iteration": trainer.iteration}
 
 
-@pytest.mark.long
 def test_seeds_side_by_side_are_the_runs_one_after_another_gives():
     """Each seed in a process of its own (what a GPU does by default) trains exactly the run
     it trains in this process, and a score (a lambda here, as a notebook's would be) scores

@@ -142,7 +142,6 @@ def test_self_play_is_seeded_and_resumes_bit_for_bit(tmp_path):
         [row["taggers/return"] for row in resumed.history])
 
 
-@pytest.mark.long
 def test_the_selfplay_bench_scores_both_kinds_over_the_same_seeds(tmp_path, bench_script):
     """bench/selfplay.py at toy size: both kinds over the seeds, cross-played against one
     panel, an interval per kind and for the per-seed differences, all in its JSON."""
