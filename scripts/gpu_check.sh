@@ -14,7 +14,9 @@
 # the thirds' times are in the table each run prints. Logs and JUnit XML go to
 # $GPU_CHECK_OUT (default artifacts/gpu_check). Each part is
 # interrupted after GPU_CHECK_TIMEOUT seconds (default 540; pytest then still writes what it
-# found) and counts as failed. Exit status 0 only if every part passed.
+# found) and counts as failed; the summary then names the tests still running when it was cut
+# off, and $GPU_CHECK_OUT/progress/ holds each test worker's start and end times and the
+# Python stacks of any test that ran past 240 s. Exit status 0 only if every part passed.
 # A room's quick version (bench/room.py --seats 2 --small: two seats training at once,
 # each under a per-seat memory limit) runs in the tests part, tests/gpu/test_seat_memory_gpu.py.
 set -uo pipefail
@@ -88,7 +90,7 @@ part() {  # part NAME ENV... -- pytest args: run pytest, log, and time it
   echo $((SECONDS - start)) >"$out/$name.seconds"
 }
 
-part tests WD_TEACH_GPU_CHECK=1 python -m pytest tests -q "${spread[@]}" "${limit[@]}" \
+part tests WD_TEACH_GPU_CHECK=1 WD_TEACH_TEST_PROGRESS="$out/progress" python -m pytest tests -q "${spread[@]}" "${limit[@]}" \
   "${extra[@]}" &
 thirds=("notebooks/0[0-4]_*.ipynb notebooks/06_*.ipynb notebooks/08_*.ipynb notebooks/10_*.ipynb"
         "notebooks/05_*.ipynb notebooks/11_*.ipynb" "notebooks/07_*.ipynb notebooks/09_*.ipynb")
@@ -101,31 +103,4 @@ for backend in pycuda numba; do
 done
 wait
 
-python - "$out" <<'PY'
-import sys
-import xml.etree.ElementTree as ET
-from pathlib import Path
-
-import torch
-
-out = Path(sys.argv[1])
-print(f"\nGPU check on {torch.cuda.get_device_name(0)} (torch {torch.__version__})")
-print(f"{'part':<20} {'passed':>7} {'failed':>7} {'errors':>7} {'skipped':>8} {'seconds':>8}")
-ok = True
-names = ["tests"] + [f"notebooks-{b}-{t}" for b in ("pycuda", "numba") for t in (1, 2, 3)]
-for name in names:
-    rc = int((out / f"{name}.rc").read_text())
-    seconds = int((out / f"{name}.seconds").read_text())
-    try:
-        suites = list(ET.parse(out / f"{name}.xml").getroot().iter("testsuite"))
-        n = {k: sum(int(s.get(k, 0)) for s in suites)
-             for k in ("tests", "failures", "errors", "skipped")}
-    except (OSError, ET.ParseError):
-        n = {"tests": 0, "failures": 0, "errors": 1, "skipped": 0}
-    passed = n["tests"] - n["failures"] - n["errors"] - n["skipped"]
-    ok &= rc == 0 and n["failures"] == n["errors"] == 0
-    print(f"{name:<20} {passed:>7} {n['failures']:>7} {n['errors']:>7} {n['skipped']:>8} "
-          f"{seconds:>8}")
-print("GPU CHECK " + ("PASSED" if ok else f"FAILED: see {out}/*.log"))
-sys.exit(0 if ok else 1)
-PY
+python scripts/gpu_check_summary.py "$out"

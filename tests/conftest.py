@@ -15,6 +15,38 @@ import wd_teach  # noqa: E402
 
 BACKENDS_HERE = wd_teach.discover().backends
 
+# scripts/gpu_check.sh sets this to a folder: each test worker writes there when each test
+# starts and ends, and the Python stacks of a test still running after STACKS_AFTER seconds,
+# so that a part cut off by its time limit says which tests it was still waiting on, and where.
+PROGRESS = os.environ.get("WD_TEACH_TEST_PROGRESS")
+STACKS_AFTER = float(os.environ.get("WD_TEACH_TEST_STACKS_AFTER", 240))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if not PROGRESS:
+        yield
+        return
+    import faulthandler
+    import time
+    from pathlib import Path
+
+    folder = Path(PROGRESS)
+    folder.mkdir(parents=True, exist_ok=True)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    with open(folder / f"{worker}.tsv", "a") as log:
+        log.write(f"start\t{time.time():.1f}\t{item.nodeid}\n")
+    with open(folder / f"{worker}.stacks", "a") as stacks:
+        stacks.write(f"--- stacks if {item.nodeid} runs past {STACKS_AFTER:g} s:\n")
+        stacks.flush()
+        faulthandler.dump_traceback_later(STACKS_AFTER, file=stacks)
+        try:
+            yield
+        finally:
+            faulthandler.cancel_dump_traceback_later()
+    with open(folder / f"{worker}.tsv", "a") as log:
+        log.write(f"end\t{time.time():.1f}\t{item.nodeid}\n")
+
 
 def pytest_collection_modifyitems(config, items):
     """Tests marked `gpu` need a GPU: they are skipped, visibly, on machines without one."""

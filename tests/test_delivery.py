@@ -444,3 +444,65 @@ def test_the_quick_start_ends_with_a_hint_that_works_in_a_fresh_shell():
     script = (REPO / "scripts" / "start.sh").read_text()
     hints = [line for line in script.splitlines() if line.startswith('echo "Next:')]
     assert hints and all(".venv/bin/jupyter lab notebooks/" in hint for hint in hints)
+
+
+def test_the_gpu_checks_test_workers_say_what_ran_and_where_a_long_test_waits(tmp_path):
+    """tests/conftest.py, under WD_TEACH_TEST_PROGRESS, logs each test's start and end and
+    dumps the stacks of a test still running after WD_TEACH_TEST_STACKS_AFTER seconds."""
+    shutil.copy(REPO / "tests" / "conftest.py", tmp_path / "conftest.py")
+    (tmp_path / "test_wait.py").write_text(
+        "import time\n\n\ndef test_quick():\n    pass\n\n\n"
+        "def test_waits_in_here():\n    time.sleep(1.5)\n")
+    progress = tmp_path / "progress"
+    env = {**os.environ, "WD_TEACH_TEST_PROGRESS": str(progress),
+           "WD_TEACH_TEST_STACKS_AFTER": "0.5"}
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                    "test_wait.py"], cwd=tmp_path, env=env, check=True, capture_output=True)
+    lines = [line.split("\t") for line in (progress / "main.tsv").read_text().splitlines()]
+    assert [(what, test) for what, _, test in lines] == [
+        ("start", "test_wait.py::test_quick"), ("end", "test_wait.py::test_quick"),
+        ("start", "test_wait.py::test_waits_in_here"), ("end", "test_wait.py::test_waits_in_here")]
+    stacks = (progress / "main.stacks").read_text()
+    waited = stacks.split("--- stacks if test_wait.py::test_waits_in_here")[1]
+    assert 'test_wait.py", line 9 in test_waits_in_here' in waited
+    quick = stacks.split("--- stacks if test_wait.py::test_waits_in_here")[0]
+    assert "File " not in quick, "a quick test's stacks were dumped"
+
+
+def test_the_gpu_check_summary_names_the_tests_a_cut_off_part_was_running(tmp_path, capsys):
+    summary = _load_script("gpu_check_summary")
+    junit = ('<testsuites><testsuite tests="{}" failures="{}" errors="0" skipped="1"/>'
+             '</testsuites>')
+    for name in summary.PARTS:
+        cut = name == "tests"
+        (tmp_path / f"{name}.rc").write_text("124" if cut else "0")
+        (tmp_path / f"{name}.seconds").write_text("540" if cut else "300")
+        (tmp_path / f"{name}.xml").write_text(junit.format(10, 0))
+    (tmp_path / "progress").mkdir()
+    (tmp_path / "progress" / "gw0.tsv").write_text(
+        "start\t100.0\ttests/test_a.py::test_done\nend\t110.0\ttests/test_a.py::test_done\n"
+        "start\t110.0\ttests/test_a.py::test_stuck\n")
+    (tmp_path / "progress" / "gw1.tsv").write_text(
+        "start\t120.0\ttests/test_b.py::test_late\nend\t400.0\ttests/test_b.py::test_late\n")
+    assert not summary.main(tmp_path, "a test GPU")
+    out = capsys.readouterr().out
+    assert "(exit 124)" in out and "GPU CHECK FAILED" in out
+    assert "290 s  tests/test_a.py::test_stuck" in out
+    assert "test_done" not in out and "test_late" not in out
+
+    (tmp_path / "tests.rc").write_text("0")
+    (tmp_path / "progress" / "gw0.tsv").write_text("")
+    assert summary.main(tmp_path, "a test GPU")
+    out = capsys.readouterr().out
+    assert "GPU CHECK PASSED" in out and "still running" not in out
+    (tmp_path / "notebooks-numba-2.xml").write_text(junit.format(10, 1))
+    assert not summary.main(tmp_path, "a test GPU")
+
+
+def _load_script(name):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
