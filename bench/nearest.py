@@ -35,21 +35,12 @@ from wd_teach.launch import KernelLauncher
 from wd_teach.timing import time_calls
 from wd_teach_envs._tag import nearest_numba
 from wd_teach_envs._tag.game import TAG_FOLDER as TAG
+from wd_teach_envs._tag.game import grid_side_for
 from wd_teach_envs._tag.nearest_numba import GRID_MAX_AGENTS, GRID_MAX_SIDE
 from wd_teach_envs._tag.tag_numba import MAX_NEAREST, MAX_THREADS
 
 FIELD = 20.0
 METHODS = ("tiles", "grid")
-#: Agents per cell that grid_side_for aims at: about two, so that the ring around an
-#: agent's own cell (9 cells, about 18 agents) holds its 10 nearest or nearly.
-AGENTS_PER_CELL = 2
-
-
-def grid_side_for(num_agents: int) -> int:
-    """Cells along a side for a game of num_agents: about AGENTS_PER_CELL to a cell."""
-    return max(1, min(GRID_MAX_SIDE, round(math.sqrt(num_agents / AGENTS_PER_CELL))))
-
-
 class _Kernels:
     """What the backend seam asks an env for its step, asked here for the two searches:
     nearest.cu for PyCUDA, its Numba twin for Numba."""

@@ -23,7 +23,7 @@ from wd_teach.fundamentals import kernels_numba as fundamentals_numba
 from wd_teach.reset import kernels_numba as reset_numba
 from wd_teach.rng import kernels_numba as rng_numba
 from wd_teach.sampler import kernels_numba as sampler_numba
-from wd_teach_envs._tag import tag_numba
+from wd_teach_envs._tag import nearest_numba, tag_numba
 
 PACKAGE = Path(wd_teach.__file__).parent
 TAG = Path(wd_teach_envs.__file__).parent / "_tag"
@@ -103,7 +103,8 @@ def test_an_env_folders_three_steps_take_the_same_parameters(name):
     for source in env.cuda_sources():
         cuda.update(cuda_kernels(source))
     numba = numba_kernels(env.numba_kernels())
-    numba.update({k: v for k, v in numba_kernels(tag_numba).items() if k in cuda})
+    for shared in (tag_numba, nearest_numba):  # the twins of the Tag games' shared_cuda
+        numba.update({k: v for k, v in numba_kernels(shared).items() if k in cuda})
     assert set(env.step_kernels) <= set(cuda)
     assert mismatches(cuda, numba) == []
 

@@ -13,6 +13,13 @@ An observation is the agent's own block, then one slot per neighbour:
 
 The neighbours are the num_nearest others still in the game, nearest first; with
 num_nearest=None, every other agent in index order (full observation). Empty slots are 0.
+The store's `nearest` [env, agent, slot] says which agent each slot shows (-1: no one).
+
+Two searches find the nearest, with the same answer bit for bit (nearest.cu says how):
+`search="tiles"` compares every pair inside the observe kernel, as lesson 06 teaches;
+`search="grid"` runs nearest.cu's tag_nearest_grid before it, a spatial grid in shared
+memory, for big games (a few dozen pairs an agent instead of all of them). It is for speed
+only: the NumPy reference has one search, and the observations are the same.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import numpy as np
 from gymnasium import spaces
 
 from wd_teach.env import OBS, Env, EpisodeMetric, StateArray, Tolerance, require
+from wd_teach_envs._tag.nearest_numba import GRID_MAX_AGENTS, GRID_MAX_SIDE
 from wd_teach_envs._tag.tag_numba import MAX_NEAREST
 
 #: This folder: tag.cuh and tag.cu, the CUDA C the two games share.
@@ -35,6 +43,13 @@ TAG_FOLDER = Path(__file__).parent
 TAG_CU = TAG_FOLDER / "tag.cu"
 #: What both games' CUDA C share, #included by their step.cu (its Numba twin: tag_numba.py).
 TAG_CUH = TAG_FOLDER / "tag.cuh"
+#: The grid search, run before the observe kernel with search="grid" (twin: nearest_numba.py).
+NEAREST_CU = TAG_FOLDER / "nearest.cu"
+#: The searches a game can use to find each agent's nearest (see the module's docstring).
+SEARCHES = ("tiles", "grid")
+#: Agents per cell that grid_side_for aims at: about two, so that the ring around an
+#: agent's own cell (9 cells, about 18 agents) holds its 10 nearest or nearly.
+AGENTS_PER_CELL = 2
 #: When a benchmark sizes a game by its number of agents: runners per tagger, and the most
 #: neighbours each agent sees (the benchmark game: 10 taggers, 100 runners, 10 nearest).
 RUNNERS_PER_TAGGER = 10
@@ -59,6 +74,7 @@ class TagConfig:
     runner_step_reward: float = 0.01  # every step a runner is still in the game
     edge_penalty: float = -0.1  # for running into the edge of the field
     end_reward: float = 1.0  # to each runner still in the game when time is up
+    search: str = "tiles"  # how the kernels find the nearest: "tiles" or "grid" (see above)
 
     def validate(self) -> None:
         for name in ("num_taggers", "num_runners", "episode_length"):
@@ -78,6 +94,16 @@ class TagConfig:
                     f"num_nearest must be between 1 and {most} (the other agents, at most "
                     f"{MAX_NEAREST}), got {self.num_nearest!r}. Use num_nearest=None to "
                     "let every agent see all the others.")
+        require(self.search in SEARCHES, f"search must be one of {', '.join(SEARCHES)}, got "
+                                         f"{self.search!r}.")
+        if self.search == "grid":
+            agents = self.num_taggers + self.num_runners
+            require(self.num_nearest is not None,
+                    "search='grid' finds the nearest, but num_nearest=None shows every agent: "
+                    "there is nothing to search. Give num_nearest, or use search='tiles'.")
+            require(agents <= GRID_MAX_AGENTS,
+                    f"search='grid' holds an env's agents in shared memory, at most "
+                    f"{GRID_MAX_AGENTS:,}; this game has {agents:,}. Use search='tiles'.")
         for name in ("tag_reward", "tag_penalty", "tagger_step_reward", "runner_step_reward",
                      "edge_penalty", "end_reward"):
             value = getattr(self, name)
@@ -85,16 +111,32 @@ class TagConfig:
                     f"{name} must be a finite number, got {value!r}.")
 
 
-class TagGame(Env):
-    """The base of both Tag games. A game names `game_features` (its own features after the
-    shared ones, in its own block and in each slot) and writes `action_space`,
-    `initial_positions()`, `game_state()` and `game_constants()`."""
+def grid_side_for(num_agents: int) -> int:
+    """Cells along a side of the grid search for a game of num_agents: about
+    AGENTS_PER_CELL agents to a cell, at most GRID_MAX_SIDE."""
+    return max(1, min(GRID_MAX_SIDE, round(math.sqrt(num_agents / AGENTS_PER_CELL))))
 
-    shared_cuda = (TAG_CU,)
+
+class TagGame(Env):
+    """The base of both Tag games. A game names `game_kernels` (its move, tag_catch and its
+    observe), `game_features` (its own features after the shared ones, in its own block and
+    in each slot) and writes `action_space`, `initial_positions()`, `game_state()` and
+    `game_constants()`."""
+
+    shared_cuda = (TAG_CU, NEAREST_CU)
     tolerance = Tolerance(rtol=0.0, atol=1e-6,
                           why="no transcendentals and no fused multiply-adds: every backend "
                               "rounds alike, so any difference is a bug")
     game_features: ClassVar[tuple[str, ...]] = ()
+    game_kernels: ClassVar[tuple[str, str, str]]
+
+    @property
+    def step_kernels(self) -> tuple[str, ...]:
+        """The game's kernels; with search="grid", the grid search just before the observe."""
+        move, catch, observe = self.game_kernels
+        if self.config.search == "grid":
+            return (move, catch, "tag_nearest_grid", observe)
+        return (move, catch, observe)
 
     @property
     def num_agents(self) -> int:
@@ -183,8 +225,9 @@ class TagGame(Env):
     def initial_state(self, num_envs, rng):
         x, y = self.initial_positions(num_envs, rng)
         in_game = np.ones((num_envs, self.num_agents), np.int32)
+        nearest = np.full((num_envs, self.num_agents, self.num_neighbors), -1, np.int32)
         state = {"loc_x": StateArray(x), "loc_y": StateArray(y),
-                 "in_game": StateArray(in_game),
+                 "in_game": StateArray(in_game), "nearest": StateArray(nearest),
                  "runners_left": StateArray(np.full(num_envs, self.config.num_runners,
                                                     np.int32), per="env")}
         state.update(self.game_state(num_envs, rng))
@@ -211,7 +254,8 @@ class TagGame(Env):
                 "tagger_step_reward": float(c.tagger_step_reward),
                 "runner_step_reward": float(c.runner_step_reward),
                 "edge_penalty": float(c.edge_penalty), "end_reward": float(c.end_reward),
-                **self.game_constants()}
+                "search_grid": int(c.search == "grid"), "num_nearest": self.num_neighbors,
+                "grid_side": grid_side_for(self.num_agents), **self.game_constants()}
 
     # -- what each game says ----------------------------------------------------------------
 

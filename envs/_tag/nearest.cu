@@ -4,7 +4,9 @@
 //   tag_nearest_tiles  what the observe kernels do today (tag_find_nearest in tag.cuh):
 //                      every agent compares itself with every other, staged through
 //                      shared-memory tiles. 999 pairs an agent at 1,000 agents.
-//   tag_nearest_grid   speed only; it replaces tag_find_nearest for big games. The block
+//   tag_nearest_grid   speed only; a game made with search="grid" launches it just before
+//                      its observe kernel, which reads its slots instead of calling
+//                      tag_find_nearest (envs/_tag/game.py). The block
 //                      sorts its env's agents into a grid_side x grid_side grid of cells in
 //                      shared memory (a counting sort), and each agent searches the cells
 //                      around its own, ring by ring, until nothing outside can be nearer

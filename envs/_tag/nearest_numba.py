@@ -1,7 +1,7 @@
 """The nearest-neighbour search of the Tag games by itself, two ways, in Numba: the twin of
-envs/_tag/nearest.cu, line for line (that file says why there are two, and what the grid
-is for). Both write nearest[env, agent, k] (-1: no one), the slots of
-tag_reference.neighbors, bit for bit.
+envs/_tag/nearest.cu, line for line (that file says why there are two, what the grid is
+for, and how a game with search="grid" launches it). Both write nearest[env, agent, k]
+(-1: no one), the slots of tag_reference.neighbors, bit for bit.
 
 Numba has no __float_as_uint; libdevice's float_as_int gives the same bits (and int_as_float
 turns them back) (as an int32, of

@@ -105,6 +105,12 @@ __device__ void tag_find_nearest(const float* loc_x, const float* loc_y, const i
   }
 }
 
+// The nearest that tag_nearest_grid (nearest.cu) wrote to this agent's row of `nearest`,
+// launched just before the observe kernel, into found[] as tag_find_nearest would give them.
+__device__ __forceinline__ void tag_read_found(const int* row, int num_nearest, int* found) {
+  for (int k = 0; k < num_nearest; ++k) found[k] = row[k];
+}
+
 // Which agent fills neighbour slot k: the k-th nearest, or, with full observation, the k-th
 // other agent in index order. -1: no one.
 __device__ __forceinline__ int tag_neighbor(int k, int agent, int full_observation,

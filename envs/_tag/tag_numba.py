@@ -129,6 +129,17 @@ def find_nearest(loc_x, loc_y, in_game, env, agent, active, num_agents, num_near
 
 
 @cuda.jit(device=True)
+def read_found(row, num_nearest, found):
+    """The nearest that tag_nearest_grid (nearest_numba.py) wrote to this agent's row of
+    `nearest`, launched just before the observe kernel, into found[] as find_nearest would
+    give them."""
+    k = 0
+    while k < num_nearest:
+        found[k] = row[k]
+        k += 1
+
+
+@cuda.jit(device=True)
 def neighbor(k, agent, full_observation, nearest):
     """Which agent fills neighbour slot k: the k-th nearest, or, with full observation, the
     k-th other agent in index order. -1: no one."""

@@ -51,7 +51,7 @@ class TagContinuousConfig(TagConfig):
 
 class TagContinuous(TagGame):
     Config = TagContinuousConfig
-    step_kernels = ("tag_continuous_move", "tag_catch", "tag_continuous_observe")
+    game_kernels = ("tag_continuous_move", "tag_catch", "tag_continuous_observe")
     game_features = ("speed", "cos heading", "sin heading")  # speed / its max speed
 
     @property

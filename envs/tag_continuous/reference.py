@@ -39,14 +39,17 @@ def move(loc_x, loc_y, speed, heading, in_game, actions, rewards, timestep, acce
     rewards[...] = np.where(playing, reward, np.float32(0))
 
 
-def observe(loc_x, loc_y, speed, heading, in_game, obs, direction_x, direction_y,
-            num_taggers, num_neighbors, full_observation, own_size, field_size,
+def observe(loc_x, loc_y, speed, heading, in_game, obs, nearest, direction_x, direction_y,
+            num_taggers, num_neighbors, full_observation, search_grid, own_size, field_size,
             tagger_max_speed, runner_max_speed):
     """Every agent's observation: the shared position features, then speed and heading;
-    for its own block and for each neighbour slot."""
+    for its own block and for each neighbour slot, and which agent each slot shows
+    (nearest). One search whatever search_grid says: the kernels' two searches find the
+    same slots."""
     slots = tag_reference.neighbors(loc_x, loc_y, in_game, num_neighbors, full_observation)
     slots = tag_reference.observe_positions(obs, slots, loc_x, loc_y, in_game, num_taggers,
                                             field_size, own_size)
+    nearest[...] = slots
     top = max_speed_of(loc_x.shape[1], num_taggers, tagger_max_speed, runner_max_speed)
     obs[..., OWN_FEATURES + 0] = speed / top
     obs[..., OWN_FEATURES + 1] = direction_x[heading]
@@ -57,9 +60,9 @@ def observe(loc_x, loc_y, speed, heading, in_game, obs, direction_x, direction_y
     n[..., OWN_FEATURES + 2] = tag_reference.gather(direction_y[heading], slots)
 
 
-def step(loc_x, loc_y, speed, heading, in_game, actions, obs, rewards, done, timestep,
-         runners_left, accelerations, turns, direction_x, direction_y, num_taggers,
-         num_neighbors, full_observation, own_size, num_directions, field_size,
+def step(loc_x, loc_y, speed, heading, in_game, actions, obs, nearest, rewards, done,
+         timestep, runners_left, accelerations, turns, direction_x, direction_y, num_taggers,
+         num_neighbors, full_observation, search_grid, own_size, num_directions, field_size,
          tagging_distance, tagger_max_speed, runner_max_speed, tagger_step_reward,
          runner_step_reward, edge_penalty, tag_reward, tag_penalty, runner_exits,
          episode_length, end_reward):
@@ -69,8 +72,8 @@ def step(loc_x, loc_y, speed, heading, in_game, actions, obs, rewards, done, tim
          edge_penalty)
     tag_reference.catch(loc_x, loc_y, in_game, rewards, runners_left, num_taggers,
                         tagging_distance, tag_reward, tag_penalty, runner_exits)
-    observe(loc_x, loc_y, speed, heading, in_game, obs, direction_x, direction_y,
-            num_taggers, num_neighbors, full_observation, own_size, field_size,
+    observe(loc_x, loc_y, speed, heading, in_game, obs, nearest, direction_x, direction_y,
+            num_taggers, num_neighbors, full_observation, search_grid, own_size, field_size,
             tagger_max_speed, runner_max_speed)
     tag_reference.end_game(in_game, rewards, done, timestep, runners_left, num_taggers,
                            episode_length, end_reward)

@@ -52,27 +52,31 @@ extern "C" __global__ void tag_continuous_move(float* loc_x, float* loc_y, float
 }
 
 // Every agent's observation: the shared position features, then speed and heading; for
-// its own block and for each neighbour slot. Then the end of the game.
+// its own block and for each neighbour slot, and which agent each slot shows (nearest).
+// The nearest are found here, or (search_grid) were found by tag_nearest_grid just before.
+// Then the end of the game.
 extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
     tag_continuous_observe(const float* loc_x, const float* loc_y, const float* speed,
-        const int* heading, const int* in_game, float* obs, float* rewards, int* done,
-        const int* timestep, const int* runners_left, const float* direction_x,
+        const int* heading, const int* in_game, float* obs, int* nearest, float* rewards,
+        int* done, const int* timestep, const int* runners_left, const float* direction_x,
         const float* direction_y, int num_agents, int num_taggers, int num_neighbors,
-        int full_observation, int obs_size, int own_size, int episode_length,
+        int full_observation, int search_grid, int obs_size, int own_size, int episode_length,
         float field_size, float tagger_max_speed, float runner_max_speed, float end_reward) {
   __shared__ float tile_x[TAG_TILE];
   __shared__ float tile_y[TAG_TILE];
   __shared__ int tile_in[TAG_TILE];
-  int nearest[TAG_MAX_NEAREST];
+  int found[TAG_MAX_NEAREST];
   const int env = wd_env_id();
   const int agent = wd_agent_id();
   const bool active = agent < num_agents;
-  if (!full_observation) {
+  if (!full_observation && !search_grid) {
     tag_find_nearest(loc_x, loc_y, in_game, env, agent, active, num_agents, num_neighbors,
-                     tile_x, tile_y, tile_in, nearest);
+                     tile_x, tile_y, tile_in, found);
   }
   if (!active) return;
   const int i = wd_slot(env, agent, num_agents);
+  int* shown = nearest + (long long)i * num_neighbors;
+  if (!full_observation && search_grid) tag_read_found(shown, num_neighbors, found);
   float* o = obs + (long long)i * obs_size;
   tag_observe_self(o, loc_x[i], loc_y[i], field_size, agent >= num_taggers, in_game[i]);
   o[OWN_FEATURES + 0] = speed[i] / max_speed_of(agent, num_taggers, tagger_max_speed,
@@ -81,12 +85,14 @@ extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
   o[OWN_FEATURES + 2] = direction_y[heading[i]];
   for (int k = 0; k < num_neighbors; ++k) {
     float* n = o + own_size * (k + 1);
-    const int other = tag_neighbor(k, agent, full_observation, nearest);
+    const int other = tag_neighbor(k, agent, full_observation, found);
     const int j = wd_slot(env, other >= 0 ? other : 0, num_agents);
     if (other < 0 || in_game[j] == 0) {
       tag_clear(n, own_size);
+      shown[k] = -1;
       continue;
     }
+    shown[k] = other;
     tag_observe_neighbor(n, loc_x[j] - loc_x[i], loc_y[j] - loc_y[i], field_size,
                          other >= num_taggers);
     n[OWN_FEATURES + 0] = speed[j] / max_speed_of(other, num_taggers, tagger_max_speed,

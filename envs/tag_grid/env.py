@@ -35,7 +35,7 @@ class TagGridConfig(TagConfig):
 
 class TagGrid(TagGame):
     Config = TagGridConfig
-    step_kernels = ("tag_grid_move", "tag_catch", "tag_grid_observe")
+    game_kernels = ("tag_grid_move", "tag_catch", "tag_grid_observe")
 
     @property
     def action_space(self) -> spaces.Discrete:

@@ -25,24 +25,25 @@ def move(loc_x, loc_y, in_game, actions, rewards, timestep, move_x, move_y, num_
     rewards[...] = np.where(playing, reward, np.float32(0))
 
 
-def observe(loc_x, loc_y, in_game, obs, num_taggers, num_neighbors, full_observation,
-            own_size, field_size):
+def observe(loc_x, loc_y, in_game, obs, nearest, num_taggers, num_neighbors,
+            full_observation, search_grid, own_size, field_size):
     """Every agent's observation: the shared position features, for its own block and for
-    each neighbour slot."""
+    each neighbour slot, and which agent each slot shows (nearest). One search whatever
+    search_grid says: the kernels' two searches find the same slots."""
     slots = tag_reference.neighbors(loc_x, loc_y, in_game, num_neighbors, full_observation)
-    tag_reference.observe_positions(obs, slots, loc_x, loc_y, in_game, num_taggers,
-                                    field_size, own_size)
+    nearest[...] = tag_reference.observe_positions(obs, slots, loc_x, loc_y, in_game,
+                                                   num_taggers, field_size, own_size)
 
 
-def step(loc_x, loc_y, in_game, actions, obs, rewards, done, timestep, runners_left, move_x,
-         move_y, num_taggers, num_neighbors, full_observation, own_size, field_size,
-         tagging_distance, tagger_step_reward, runner_step_reward, edge_penalty, tag_reward,
-         tag_penalty, runner_exits, episode_length, end_reward):
+def step(loc_x, loc_y, in_game, actions, obs, nearest, rewards, done, timestep, runners_left,
+         move_x, move_y, num_taggers, num_neighbors, full_observation, search_grid, own_size,
+         field_size, tagging_distance, tagger_step_reward, runner_step_reward, edge_penalty,
+         tag_reward, tag_penalty, runner_exits, episode_length, end_reward):
     move(loc_x, loc_y, in_game, actions, rewards, timestep, move_x, move_y, num_taggers,
          field_size, tagger_step_reward, runner_step_reward, edge_penalty)
     tag_reference.catch(loc_x, loc_y, in_game, rewards, runners_left, num_taggers,
                         tagging_distance, tag_reward, tag_penalty, runner_exits)
-    observe(loc_x, loc_y, in_game, obs, num_taggers, num_neighbors, full_observation,
-            own_size, field_size)
+    observe(loc_x, loc_y, in_game, obs, nearest, num_taggers, num_neighbors, full_observation,
+            search_grid, own_size, field_size)
     tag_reference.end_game(in_game, rewards, done, timestep, runners_left, num_taggers,
                            episode_length, end_reward)

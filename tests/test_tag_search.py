@@ -1,0 +1,81 @@
+"""The Tag games' two searches inside the step (envs/_tag/game.py, `search=`): with
+search="grid" the step launches tag_nearest_grid before the observe kernel, which then reads
+the slots it wrote instead of searching itself. Either way every array after every step is
+the NumPy reference's (the store's `nearest`, which agent each slot shows, included, so a
+slot chosen differently fails even where the observation would hide it), on every backend
+this machine runs: here Numba's simulator; tests/gpu/test_tag_search_gpu.py runs PyCUDA and
+Numba on a GPU, at a game of over 1,024 agents."""
+
+import numpy as np
+import pytest
+
+from wd_teach.env.consistency import check_consistency
+from wd_teach.env.wrapper import EnvWrapper
+from wd_teach.errors import EnvError
+from wd_teach_envs._tag.game import grid_side_for
+from wd_teach_envs.tag_continuous.env import TagContinuous
+from wd_teach_envs.tag_grid.env import TagGrid
+
+GAMES = {"tag_continuous": TagContinuous, "tag_grid": TagGrid}
+
+
+@pytest.mark.parametrize("game", GAMES)
+@pytest.mark.parametrize("search", ["tiles", "grid"])
+def test_each_search_steps_as_the_reference_does(backend, game, search):
+    # small: tagging_distance 2 on the continuous field, so runners leave the game and the
+    # searches meet agents out of it
+    changes = {"tagging_distance": 2.0} if game == "tag_continuous" else {}
+    env = GAMES[game](num_taggers=3, num_runners=27, num_nearest=6, episode_length=12,
+                      search=search, **changes)
+    report = check_consistency(env, ["numpy", backend], num_envs=3, steps=10)
+    report.assert_ok()
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_the_grid_search_holds_across_several_blocks_of_one_env(backend, game):
+    """max_threads below the agents: each env takes several blocks, each building the env's
+    whole grid (a block's barrier waits only for its own threads)."""
+    env = GAMES[game](num_taggers=4, num_runners=36, num_nearest=5, episode_length=6,
+                      search="grid")
+    report = check_consistency(env, ["numpy", backend], num_envs=2, steps=5, max_threads=16)
+    report.assert_ok()
+
+
+def test_the_step_launches_the_grid_search_just_before_the_observe():
+    assert TagContinuous().step_kernels == (
+        "tag_continuous_move", "tag_catch", "tag_continuous_observe")
+    assert TagGrid(search="grid").step_kernels == (
+        "tag_grid_move", "tag_catch", "tag_nearest_grid", "tag_grid_observe")
+
+
+def test_the_store_says_which_agent_each_slot_shows():
+    wrapper = EnvWrapper(TagContinuous(num_taggers=2, num_runners=8, num_nearest=3,
+                                       tagging_distance=0.0), num_envs=2, backend="numpy")
+    wrapper.reset()
+    wrapper.step(wrapper.random_actions())
+    nearest = wrapper.store.pull("nearest")
+    x, y = wrapper.store.pull("loc_x"), wrapper.store.pull("loc_y")
+    assert nearest.shape == (2, 10, 3) and nearest.dtype == np.int32
+    for env in range(2):
+        for agent in range(10):
+            d2 = (x[env] - x[env, agent]) ** 2 + (y[env] - y[env, agent]) ** 2
+            d2[agent] = np.inf
+            assert list(nearest[env, agent]) == list(np.argsort(d2, kind="stable")[:3])
+
+
+def test_the_grid_has_about_two_agents_a_cell():
+    assert grid_side_for(1000) == 22 and grid_side_for(110) == 7 and grid_side_for(2) == 1
+    assert grid_side_for(2048) == 32 and grid_side_for(100_000) == 32
+    game = TagGrid(num_taggers=10, num_runners=990, search="grid")
+    assert game.constants()["grid_side"] == 22 and game.constants()["search_grid"] == 1
+
+
+@pytest.mark.parametrize("changes, says", [
+    ({"search": "kd-tree"}, "search must be one of tiles, grid, got 'kd-tree'"),
+    ({"search": "grid", "num_nearest": None}, "num_nearest=None shows every agent"),
+    ({"search": "grid", "num_taggers": 100, "num_runners": 2000},
+     "at most 2,048; this game has 2,100. Use search='tiles'"),
+])
+def test_a_search_the_game_cannot_use_is_refused(changes, says):
+    with pytest.raises(EnvError, match=says):
+        TagContinuous(**changes)
