@@ -9,8 +9,10 @@
 # Stages, in order: the env step alone at 110, 500 and 1,000 agents (where the time goes as
 # the game grows); the nearest-neighbour search alone, tiled against the spatial grid
 # (bench/nearest.py, both kernel backends: NEAREST_BACKENDS, NEAREST_AGENTS); the step's
-# GPU time kernel by kernel at 1,000 agents (bench/env_kernels.py, on a GPU); then the step
-# at 1,000 both games and both backends; the rollout; end-to-end
+# GPU time kernel by kernel at 1,000 agents (bench/env_kernels.py, on a GPU); then, with the
+# games' search set to HEADLINE_SEARCH (default grid: nearest.cu's grid, launched before the
+# observe kernel; tiles: the search inside it, as the first stage has), the step at 1,000
+# both games and both backends; the rollout; end-to-end
 # training (trainer.steps=TRAIN_STEPS, default 20, to fit one 80 GB GPU); WarpDrive 2.7.1's
 # own trainer at the same size (10 taggers + 990 runners), from ANCHOR (default
 # .device/anchor). Each writes OUT/<stage>.log and, where it measures, OUT/<stage>.json.
@@ -25,6 +27,7 @@ one="${HEADLINE_BACKEND:-pycuda}"          # HEADLINE_BACKEND=numpy HEADLINE_BAC
 both="${HEADLINE_BACKENDS:-pycuda,numba}"  # HEADLINE_ENVS=2: a smoke test on a CPU
 kernel_backends="${NEAREST_BACKENDS:-pycuda,numba}"
 nearest_agents="${NEAREST_AGENTS:-110,500,1000}"
+search="env.params.search=${HEADLINE_SEARCH:-grid}"
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 failed=0
@@ -58,13 +61,13 @@ if python3 -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then
     --agents 1000 --backends "$one" --steps 20
 fi
 stage env-both 240 $(bench env --envs "$envs" --agents 1000 --backend "$both" \
-  --iterations 20 --out "$out/env-both.json")
+  --iterations 20 --set "$search" --out "$out/env-both.json")
 stage env-grid 240 $(bench env --env tag_grid --envs "$envs" --agents 1000 \
-  --backend "$both" --iterations 20 --out "$out/env-grid.json")
+  --backend "$both" --iterations 20 --set "$search" --out "$out/env-grid.json")
 stage rollout 200 $(bench rollout --envs "$envs" --agents 1000 --backend "$one" \
-  --iterations 3 --set "trainer.steps=$steps" --out "$out/rollout.json")
+  --iterations 3 --set "trainer.steps=$steps" --set "$search" --out "$out/rollout.json")
 stage train 240 $(bench train --envs "$envs" --agents 1000 --backend "$one" \
-  --iterations 3 --set "trainer.steps=$steps" --out "$out/train.json")
+  --iterations 3 --set "trainer.steps=$steps" --set "$search" --out "$out/train.json")
 if [ -d "$anchor" ]; then  # WarpDrive into /tmp/site, as the anchor's run_warpdrive.sh does
   [ -d /tmp/site/warp_drive ] || {
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$anchor"/*.whl
