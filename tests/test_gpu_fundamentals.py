@@ -517,3 +517,28 @@ def test_a_card_of_fewer_threads_an_sm_is_named_not_refused(capsys):
     assert "an SM of the Tesla T4 (an example) holds 4" in capsys.readouterr().out
     assert not lesson_10._bounded("CUDA C kernel", ptx, {"registers": 40}, t4)
     assert "registers let an SM hold 6 blocks of 256, not 8" in capsys.readouterr().out
+
+
+def test_several_kernels_go_under_the_tool_in_one_program(monkeypatch):
+    """The GPU check puts all of the lesson's clean kernels under each tool at once: one
+    command, every name in it, in order; a name it does not know is refused first."""
+    commands = []
+    monkeypatch.setattr(sanitizer, "_under_tool",
+                        lambda tool, arguments: commands.append((tool, arguments)) or (0, ""))
+    report = sanitizer.sanitize(["sum_rows", "push_carts"], "racecheck", "pycuda")
+    assert commands == [("racecheck", ["-m", sanitizer.MODULE, "sum_rows", "push_carts",
+                                       "--backend", "pycuda"])]
+    assert report.kernel == "sum_rows push_carts" and report.errors == 0
+    sanitizer.sanitize("count_lost", "racecheck")
+    assert commands[-1][1][2:4] == ["count_lost", "--backend"]
+    for bad, says in ((["sum_rows", "sum_everything"], "'sum_everything'"), ([], "none given")):
+        with pytest.raises(ValueError, match=says):
+            sanitizer.sanitize(bad, "memcheck")
+    assert len(commands) == 2
+
+    launched = []
+    monkeypatch.setattr(sanitizer, "_run", lambda names, backend: launched.append(names))
+    sanitizer.main(["sum_rows", "transpose_naive", "--backend", "numba"])
+    assert launched == [["sum_rows", "transpose_naive"]]
+    with pytest.raises(SystemExit):
+        sanitizer.main(["save", "sum_rows"])

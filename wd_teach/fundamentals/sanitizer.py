@@ -11,10 +11,11 @@ It comes with the CUDA toolkit (beside nvcc), and on PyPI as NVIDIA's
 nvidia-cuda-sanitizer-api wheel (13.x: nvidia/cu13/bin/compute-sanitizer; -cu12 for older
 drivers). It needs a GPU: it watches kernels as they run.
 
-    python -m wd_teach.fundamentals.sanitizer KERNEL [--backend numba|pycuda]
+    python -m wd_teach.fundamentals.sanitizer KERNEL [KERNEL ...] [--backend numba|pycuda]
 
-launches KERNEL once at a small size (what compute-sanitizer is pointed at here); the
-kernels are the lesson's (kernels.cu) and three broken ones (broken.cu).
+launches each KERNEL once at a small size (what compute-sanitizer is pointed at here); the
+kernels are the lesson's (kernels.cu) and three broken ones (broken.cu). Several kernels in
+one program cost one start of Python and torch under the tool instead of one each.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,14 +86,19 @@ def errors_in(output: str) -> int | None:
     return max(counts) if counts else None
 
 
-def sanitize(kernel: str, tool: str = "memcheck", backend: str = "numba") -> Report:
-    """Run `kernel` (one of RUNS) once under compute-sanitizer's `tool`."""
+def sanitize(kernel: str | Sequence[str], tool: str = "memcheck",
+             backend: str = "numba") -> Report:
+    """Run `kernel` (one of RUNS) once under compute-sanitizer's `tool`; or several, one
+    after another in one program (the report's kernel is then their names, joined)."""
+    names = [kernel] if isinstance(kernel, str) else list(kernel)
     if tool not in TOOLS:
         raise ValueError(f"tool {tool!r}: use one of {', '.join(TOOLS)}.")
-    if kernel not in RUNS:
-        raise ValueError(f"kernel {kernel!r}: use one of {', '.join(RUNS)}.")
-    return Report(tool, kernel, *_under_tool(tool, ["-m", MODULE, kernel, "--backend",
-                                                     str(backend)]))
+    unknown = [name for name in names if name not in RUNS]
+    if unknown or not names:
+        raise ValueError(f"kernel {', '.join(map(repr, unknown)) or 'none given'}: use one "
+                         f"or more of {', '.join(RUNS)}.")
+    return Report(tool, " ".join(names), *_under_tool(tool, ["-m", MODULE, *names,
+                                                             "--backend", str(backend)]))
 
 
 def sanitize_program(arguments: list[str], tool: str = "memcheck",
@@ -131,7 +138,7 @@ EXACT_ALLOCATIONS = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
 
 # What the program under the tool runs: each kernel once, at a small size.
 
-def _run(kernel: str, backend: str) -> None:
+def _run(names: list[str], backend: str) -> None:
     import torch
 
     from wd_teach import backends
@@ -139,14 +146,18 @@ def _run(kernel: str, backend: str) -> None:
 
     where = Path(__file__).parent
     cuda_c = backends.find(backend).reads_cuda_c
-    broken = kernel in BROKEN
-    source = where / ("broken.cu" if cuda_c else "broken_numba.py") if broken else None
-    kernels = Kernels(backend, str(source) if source else None)
-    floats = torch.zeros(4096, device=kernels.device)
-    counter = torch.zeros(1, dtype=torch.int32, device=kernels.device)
-    RUNS[kernel](kernels, floats, counter)
-    torch.cuda.synchronize()
-    print("launched", kernel)
+    loaded = {}  # each source compiled once: the lesson's kernels, or the broken ones
+    for kernel in names:
+        broken = kernel in BROKEN
+        source = where / ("broken.cu" if cuda_c else "broken_numba.py") if broken else None
+        if source not in loaded:
+            loaded[source] = Kernels(backend, str(source) if source else None)
+        kernels = loaded[source]
+        floats = torch.zeros(4096, device=kernels.device)  # fresh for each kernel
+        counter = torch.zeros(1, dtype=torch.int32, device=kernels.device)
+        RUNS[kernel](kernels, floats, counter)
+        torch.cuda.synchronize()
+        print("launched", kernel)
 
 
 def _transpose(name):
@@ -233,11 +244,14 @@ def save(backend: str = "pycuda") -> Path:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("kernel", choices=[*RUNS, "save"])
+    parser.add_argument("kernel", nargs="+", choices=[*RUNS, "save"],
+                        help="kernels to launch, in order; or `save` alone")
     parser.add_argument("--backend", default="numba", choices=["numba", "pycuda"])
     args = parser.parse_args(argv)
-    if args.kernel == "save":
+    if args.kernel == ["save"]:
         print("saved", save(args.backend))
+    elif "save" in args.kernel:
+        parser.error("`save` runs alone: it launches every broken kernel itself.")
     else:
         _run(args.kernel, args.backend)
 
