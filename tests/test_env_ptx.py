@@ -28,7 +28,10 @@ SCRIPT = """
                 args.append(types.int32 if whole else types.float32)
         return tuple(args)
 
-    for env in (find_env(name).env_class() for name in shipped_envs()):
+    envs = [find_env(name).env_class() for name in shipped_envs()]
+    # the Tag games' grid search too, which only search="grid" launches
+    envs += [type(env)(search="grid") for env in envs if hasattr(env.config, "search")]
+    for env in envs:
         module = env.numba_kernels()
         for name in env.step_kernels:
             kernel = getattr(module, name)

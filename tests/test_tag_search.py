@@ -79,3 +79,28 @@ def test_the_grid_has_about_two_agents_a_cell():
 def test_a_search_the_game_cannot_use_is_refused(changes, says):
     with pytest.raises(EnvError, match=says):
         TagContinuous(**changes)
+
+
+def test_a_tag_checkpoint_saved_before_the_nearest_array_still_resumes(tmp_path):
+    """A checkpoint from before the store had `nearest`: every step rewrites that array
+    before reading it (TagGame.rewritten_each_step), so resuming keeps the fresh store's
+    and the next step overwrites it. Any other missing array is still refused
+    (tests/test_runs.py)."""
+    from wd_teach.errors import TrainError
+    from wd_teach.train.checkpoint import write_checkpoint
+    from wd_teach.train.trainer import Trainer
+
+    sets = ["trainer.iterations=1", "trainer.steps=4", "env.num_envs=2"]
+    trainer = Trainer("tag_continuous", gpu=False, sets=sets)
+    trainer.train()
+    state = trainer.state_dict()
+    del state["store"]["nearest"]
+    old = write_checkpoint(state, tmp_path / "before_nearest.safetensors")
+    resumed = Trainer("tag_continuous", gpu=False, sets=sets).load(old)
+    assert resumed.iteration == 1
+    resumed.wrapper.step(resumed.wrapper.random_actions())
+    assert resumed.wrapper.store.pull("nearest").min() >= 0  # written by the step
+    del state["store"]["in_game"]
+    lacking = write_checkpoint(state, tmp_path / "lacking.safetensors")
+    with pytest.raises(TrainError, match="lacks the store array\\(s\\) in_game "):
+        Trainer("tag_continuous", gpu=False, sets=sets).load(lacking)

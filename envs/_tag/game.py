@@ -129,6 +129,7 @@ class TagGame(Env):
                               "rounds alike, so any difference is a bug")
     game_features: ClassVar[tuple[str, ...]] = ()
     game_kernels: ClassVar[tuple[str, str, str]]
+    rewritten_each_step = ("nearest",)  # every observe writes it (grid: searched just before)
 
     @property
     def step_kernels(self) -> tuple[str, ...]:
@@ -254,6 +255,8 @@ class TagGame(Env):
                 "tagger_step_reward": float(c.tagger_step_reward),
                 "runner_step_reward": float(c.runner_step_reward),
                 "edge_penalty": float(c.edge_penalty), "end_reward": float(c.end_reward),
+                # num_nearest: the width of a row of `nearest`, what tag_nearest_grid calls
+                # num_neighbors (with full observation every other agent, not the config's)
                 "search_grid": int(c.search == "grid"), "num_nearest": self.num_neighbors,
                 "grid_side": grid_side_for(self.num_agents), **self.game_constants()}
 

@@ -69,13 +69,13 @@ __device__ __forceinline__ float tag_keep_nearest(float d2, int other, float* be
   return last;
 }
 
-// The num_nearest agents in the game nearest to `agent` (itself left out), into nearest[]
+// The num_nearest agents in the game nearest to `agent` (itself left out), into found[]
 // (-1: no one). Every thread of the block must call it: it waits for the others at each
 // tile. Threads past the last agent (active false) help copy and find nothing.
 __device__ void tag_find_nearest(const float* loc_x, const float* loc_y, const int* in_game,
                                  int env, int agent, bool active, int num_agents,
                                  int num_nearest, float* tile_x, float* tile_y, int* tile_in,
-                                 int* nearest) {
+                                 int* found) {
   const int i = wd_slot(env, active ? agent : 0, num_agents);
   const float my_x = loc_x[i];
   const float my_y = loc_y[i];
@@ -101,7 +101,7 @@ __device__ void tag_find_nearest(const float* loc_x, const float* loc_y, const i
   }
 #pragma unroll
   for (int k = 0; k < TAG_MAX_NEAREST; ++k) {
-    if (k < num_nearest) nearest[k] = best[k];
+    if (k < num_nearest) found[k] = best[k];
   }
 }
 
@@ -114,9 +114,9 @@ __device__ __forceinline__ void tag_read_found(const int* row, int num_nearest, 
 // Which agent fills neighbour slot k: the k-th nearest, or, with full observation, the k-th
 // other agent in index order. -1: no one.
 __device__ __forceinline__ int tag_neighbor(int k, int agent, int full_observation,
-                                            const int* nearest) {
+                                            const int* found) {
   if (full_observation) return k < agent ? k : k + 1;
-  return nearest[k];
+  return found[k];
 }
 
 // The first features of an agent's own block: where it is, what it is, whether it plays.

@@ -93,9 +93,9 @@ def keep_nearest(d2, other, best_d2, best, num_nearest):
 
 @cuda.jit(device=True)
 def find_nearest(loc_x, loc_y, in_game, env, agent, active, num_agents, num_nearest,
-                 tile_x, tile_y, tile_in, nearest):
+                 tile_x, tile_y, tile_in, found):
     """The num_nearest agents in the game nearest to `agent` (itself left out), into
-    nearest[] (-1: no one). Every thread of the block must call it: it waits for the others
+    found[] (-1: no one). Every thread of the block must call it: it waits for the others
     at each tile. Threads past the last agent (active false) help copy and find nothing."""
     me = agent if active else 0
     my_x = loc_x[env, me]
@@ -125,7 +125,7 @@ def find_nearest(loc_x, loc_y, in_game, env, agent, active, num_agents, num_near
         start += TILE
     for k in range(MAX_NEAREST):
         if k < num_nearest:
-            nearest[k] = best[k]
+            found[k] = best[k]
 
 
 @cuda.jit(device=True)
@@ -140,12 +140,12 @@ def read_found(row, num_nearest, found):
 
 
 @cuda.jit(device=True)
-def neighbor(k, agent, full_observation, nearest):
+def neighbor(k, agent, full_observation, found):
     """Which agent fills neighbour slot k: the k-th nearest, or, with full observation, the
     k-th other agent in index order. -1: no one."""
     if full_observation:
         return k if k < agent else k + 1
-    return nearest[k]
+    return found[k]
 
 
 @cuda.jit(device=True)

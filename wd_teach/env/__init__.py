@@ -255,6 +255,11 @@ class Env:
     #: Agents that only read each other's state in a later kernel launch need no barrier.
     one_block_per_env: ClassVar[bool] = False
 
+    #: Store arrays that every step writes before any kernel reads them (Tag: `nearest`,
+    #: which agent each slot shows). A checkpoint may lack them, one saved before the array
+    #: existed: resuming keeps the store's own, which the next step overwrites.
+    rewritten_each_step: ClassVar[tuple[str, ...]] = ()
+
     def agent_roles(self) -> dict[str, list[int]]:
         """Named groups of agents, for a policy's `agents` in a training config (Tag:
         'taggers' and 'runners'). Every env also knows 'all', 'first:stop' and lists."""

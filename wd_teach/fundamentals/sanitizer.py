@@ -33,11 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 #: This module's own name, also when it runs as `python -m` (where __name__ is "__main__"):
-#: each sanitizer run starts it again, as a module, to launch one kernel.
+#: each sanitizer run starts it again, as a module, to launch its kernels.
 MODULE = "wd_teach.fundamentals.sanitizer"
 
 TOOLS = ("memcheck", "racecheck", "synccheck")
-#: Seconds one run may take: a fresh Python starts under the tool, torch included.
+#: Seconds one run may take: a fresh Python starts under the tool, torch included, and
+#: launches its kernels (all eight of the lesson's, in the GPU check; about 10 s each alone).
 TIME_LIMIT = 300
 #: A saved run of every tool on an H100, shown where there is no GPU (made by `--save`).
 SAVED = Path(__file__).with_name("saved_sanitizer_h100.txt")

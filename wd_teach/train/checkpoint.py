@@ -195,7 +195,8 @@ def check_compatible(trainer: Trainer, state: dict, path) -> None:
     if algorithm != trainer.config.algorithm_name:
         raise TrainError(f"{path} was trained with {algorithm}, this trainer runs "
                          f"{trainer.config.algorithm_name}.")
-    check_store(trainer.wrapper.store, state["store"], path)
+    check_store(trainer.wrapper.store, state["store"], path,
+                optional=trainer.wrapper.env.rewritten_each_step)
     for name in ("iteration", "env_steps"):
         if not isinstance(state[name], int) or state[name] < 0:
             raise TrainError(f"{path}: {name} is {state[name]!r}, not a count.")
@@ -217,11 +218,14 @@ def check_compatible(trainer: Trainer, state: dict, path) -> None:
         _check_same_layout(mine_now[part], state[part], part, path)
 
 
-def check_store(store, arrays: dict, path) -> None:
+def check_store(store, arrays: dict, path, optional=()) -> None:
     """Every array of the trainer's `store`, and no other, of the same shape and dtype:
-    a checkpoint that lacks one would leave that part of the env as it is now."""
+    a checkpoint that lacks one would leave that part of the env as it is now. Only the
+    `optional` ones (the env's rewritten_each_step, which no step reads first) may be
+    missing."""
     wanted = {n for n in store.names if not n.endswith("_pristine")}
-    missing, extra = sorted(wanted - set(arrays)), sorted(set(arrays) - wanted)
+    missing = sorted(wanted - set(arrays) - set(optional))
+    extra = sorted(set(arrays) - wanted)
     if missing:
         raise TrainError(f"{path} lacks the store array(s) {', '.join(missing)} that this "
                          "trainer's env has: the checkpoint is incomplete or of another "
@@ -230,7 +234,7 @@ def check_store(store, arrays: dict, path) -> None:
         raise TrainError(f"{path} holds store array(s) {', '.join(extra)} that this "
                          "trainer's env does not have: it is of another env or env "
                          "version.")
-    for name in sorted(wanted):
+    for name in sorted(wanted & set(arrays)):
         array, have = arrays[name], store[name]
         if not isinstance(array, torch.Tensor) or tuple(array.shape) != tuple(have.shape):
             shape = tuple(array.shape) if isinstance(array, torch.Tensor) else "no tensor"
