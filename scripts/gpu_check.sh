@@ -15,8 +15,9 @@
 # $GPU_CHECK_OUT (default artifacts/gpu_check). Each part is
 # interrupted after GPU_CHECK_TIMEOUT seconds (default 540; pytest then still writes what it
 # found) and counts as failed; the summary then names the tests still running when it was cut
-# off, and $GPU_CHECK_OUT/progress/ holds each test worker's start and end times and the
-# Python stacks of any test that ran past 240 s. Exit status 0 only if every part passed.
+# off, and $GPU_CHECK_OUT/progress/ holds each test worker's start and end times, the
+# Python stacks of any test that ran past 240 s, and every 240 s those of each process the
+# tests started that imports wd_teach (a notebook's kernel, a seed's process: pid-*.stacks). Exit status 0 only if every part passed.
 # A room's quick version (bench/room.py --seats 2 --small: two seats training at once,
 # each under a per-seat memory limit) runs in the tests part, tests/gpu/test_seat_memory_gpu.py.
 set -uo pipefail

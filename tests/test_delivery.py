@@ -506,3 +506,21 @@ def _load_script(name):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def test_under_the_gpu_check_every_process_that_imports_wd_teach_says_where_it_waits(tmp_path):
+    """A notebook's kernel or a seed's process, started by a test: wd_teach/_watch.py writes
+    its stacks every WD_TEACH_TEST_STACKS_AFTER seconds to the progress folder."""
+    env = {**os.environ, "WD_TEACH_TEST_PROGRESS": str(tmp_path),
+           "WD_TEACH_TEST_STACKS_AFTER": "0.4"}
+    waiting = "import time, wd_teach\ntime.sleep(1.5)\n"
+    done = subprocess.run([sys.executable, "-c", waiting], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    (stacks,) = tmp_path.glob("pid-*.stacks")
+    text = stacks.read_text()
+    assert text.startswith("-c") and 'File "<string>", line 2 in <module>' in text
+    quiet = {k: v for k, v in env.items() if k != "WD_TEACH_TEST_PROGRESS"}
+    subprocess.run([sys.executable, "-c", waiting], env=quiet, check=True, timeout=300,
+                   cwd=tmp_path / "..")
+    assert len(list(tmp_path.glob("pid-*.stacks"))) == 1  # nothing without the setting

@@ -30,8 +30,10 @@ PyCUDA says plainly that it needs a GPU when it is used.
 """
 
 from wd_teach._simulator import choose_numba_target
+from wd_teach._watch import watch_from_environment
 
 choose_numba_target()
+watch_from_environment()  # only under the GPU check: where each process waits
 
 from wd_teach.backends import kernel_backends  # noqa: E402
 from wd_teach.data import DataStore  # noqa: E402
