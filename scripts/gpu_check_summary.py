@@ -19,15 +19,25 @@ PARTS = ["tests"] + [f"notebooks-{b}-{t}" for b in ("pycuda", "numba") for t in 
 
 
 def counts(xml: Path) -> dict[str, int]:
-    """passed, failed, errors and skipped from a JUnit file; one error if it is missing."""
+    """passed, failed, errors and skipped from a JUnit file (and `results`, their sum); one
+    error if it is missing."""
     try:
         suites = list(ET.parse(xml).getroot().iter("testsuite"))
     except (OSError, ET.ParseError):
-        return {"passed": 0, "failed": 0, "errors": 1, "skipped": 0}
+        return {"passed": 0, "failed": 0, "errors": 1, "skipped": 0, "results": 0}
     n = {k: sum(int(s.get(k, 0)) for s in suites)
          for k in ("tests", "failures", "errors", "skipped")}
     return {"passed": n["tests"] - n["failures"] - n["errors"] - n["skipped"],
-            "failed": n["failures"], "errors": n["errors"], "skipped": n["skipped"]}
+            "failed": n["failures"], "errors": n["errors"], "skipped": n["skipped"],
+            "results": n["tests"]}
+
+
+def collected(progress: Path) -> int | None:
+    """How many tests the tests part collected (tests/conftest.py writes it); None unknown."""
+    try:
+        return int((progress / "collected.txt").read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def in_flight(progress: Path) -> list[tuple[str, float]]:
@@ -61,6 +71,12 @@ def main(out: Path, device: str) -> bool:
         ok &= rc == 0 and n["failed"] == n["errors"] == 0
         print(f"{name:<20} {n['passed']:>7} {n['failed']:>7} {n['errors']:>7} "
               f"{n['skipped']:>8} {seconds:>8}" + ("" if rc == 0 else f"  (exit {rc})"))
+    tests = counts(out / "tests.xml")
+    total = collected(out / "progress")
+    if total is not None and tests["results"] < total:
+        ok = False
+        print(f"tests without a result: {total - tests['results']} of the {total} collected "
+              "(cut off, or never started)")
     running = in_flight(out / "progress")
     if running:
         print("tests still running when the tests part ended (stacks of any past 240 s in "

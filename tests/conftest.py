@@ -22,6 +22,16 @@ PROGRESS = os.environ.get("WD_TEACH_TEST_PROGRESS")
 STACKS_AFTER = float(os.environ.get("WD_TEACH_TEST_STACKS_AFTER", 240))
 
 
+def pytest_collection_finish(session):
+    """Under the GPU check: how many tests there are, so the summary can say how many have no
+    result (an interrupted run's JUnit file holds only those that finished)."""
+    if PROGRESS:
+        from pathlib import Path
+
+        Path(PROGRESS).mkdir(parents=True, exist_ok=True)
+        (Path(PROGRESS) / "collected.txt").write_text(f"{len(session.items)}\n")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     if not PROGRESS:

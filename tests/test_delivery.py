@@ -458,6 +458,7 @@ def test_the_gpu_checks_test_workers_say_what_ran_and_where_a_long_test_waits(tm
            "WD_TEACH_TEST_STACKS_AFTER": "0.5"}
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                     "test_wait.py"], cwd=tmp_path, env=env, check=True, capture_output=True)
+    assert (progress / "collected.txt").read_text() == "2\n"
     lines = [line.split("\t") for line in (progress / "main.tsv").read_text().splitlines()]
     assert [(what, test) for what, _, test in lines] == [
         ("start", "test_wait.py::test_quick"), ("end", "test_wait.py::test_quick"),
@@ -484,17 +485,23 @@ def test_the_gpu_check_summary_names_the_tests_a_cut_off_part_was_running(tmp_pa
         "start\t110.0\ttests/test_a.py::test_stuck\n")
     (tmp_path / "progress" / "gw1.tsv").write_text(
         "start\t120.0\ttests/test_b.py::test_late\nend\t400.0\ttests/test_b.py::test_late\n")
+    (tmp_path / "progress" / "collected.txt").write_text("12\n")
     assert not summary.main(tmp_path, "a test GPU")
     out = capsys.readouterr().out
+    assert "tests without a result: 2 of the 12 collected" in out
     assert "(exit 124)" in out and "GPU CHECK FAILED" in out
     assert "290 s  tests/test_a.py::test_stuck" in out
     assert "test_done" not in out and "test_late" not in out
 
     (tmp_path / "tests.rc").write_text("0")
     (tmp_path / "progress" / "gw0.tsv").write_text("")
+    assert not summary.main(tmp_path, "a test GPU")  # exit 0, but 2 tests never reported
+    capsys.readouterr()
+    (tmp_path / "progress" / "collected.txt").write_text("10\n")
     assert summary.main(tmp_path, "a test GPU")
     out = capsys.readouterr().out
     assert "GPU CHECK PASSED" in out and "still running" not in out
+    assert "without a result" not in out
     (tmp_path / "notebooks-numba-2.xml").write_text(junit.format(10, 1))
     assert not summary.main(tmp_path, "a test GPU")
 
