@@ -75,8 +75,9 @@ parts=$(( workers + 6 ))
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$(( $(nproc) / parts > 0 ? $(nproc) / parts : 1 ))}"
 spread=()
 python -c "import xdist" 2>/dev/null && spread=(-n "$workers")
-# worksteal (pytest-xdist 3.2+) hands a slow worker's queued tests to idle ones, so the long
-# notebook tests at the end do not leave the others waiting.
+# worksteal (pytest-xdist 3.2+) hands a slow worker's queued tests to idle ones; and
+# tests/conftest.py spreads the twelve notebook runs (a minute or more each) evenly through
+# the tests, so that no worker's share holds several of them side by side.
 python -c "import xdist, sys; sys.exit(tuple(map(int, xdist.__version__.split('.')[:2])) < (3, 2))" \
   2>/dev/null && spread+=(--dist worksteal)
 limit=()

@@ -14,6 +14,9 @@ import pytest  # noqa: E402
 import wd_teach  # noqa: E402
 
 BACKENDS_HERE = wd_teach.discover().backends
+#: tests/test_notebooks.py's test that runs a notebook twice in one kernel: a minute or more
+#: each on a GPU, spread apart when many workers share the tests (see below).
+NOTEBOOK_RUNS = "test_notebook_runs_twice_without_restart"
 
 # scripts/gpu_check.sh sets this to a folder: each test worker writes there when each test
 # starts and ends, and the Python stacks of a test still running after STACKS_AFTER seconds,
@@ -59,13 +62,35 @@ def pytest_runtest_protocol(item, nextitem):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked `gpu` need a GPU: they are skipped, visibly, on machines without one."""
+    """Tests marked `gpu` need a GPU: they are skipped, visibly, on machines without one.
+
+    Spread over many workers (pytest-xdist, as scripts/gpu_check.sh runs them), the twelve
+    notebook runs of tests/test_notebooks.py go to evenly spaced places: xdist's worksteal
+    gives each worker a run of neighbouring tests, and the twelve side by side in pytest's
+    order (about 750 s on an H200) made one worker's run outlast the check's limit at
+    2f6dd56. (All the slow tests first, dealt out one by one, ran them all at once, each
+    beside the others and the notebooks' own runs: slower still.)"""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items[:] = spread(items, lambda item: item.originalname == NOTEBOOK_RUNS)
     if wd_teach.gpu_available():
         return
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU (run tests/gpu on the GPU machine)")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def spread(items: list, chosen) -> list:
+    """`items` with those `chosen` moved to evenly spaced places among the rest, each group
+    in its own order (the same order in every worker, as xdist requires)."""
+    picked = [item for item in items if chosen(item)]
+    rest = [item for item in items if not chosen(item)]
+    if not picked:
+        return list(items)
+    step = len(rest) / len(picked)
+    for k in reversed(range(len(picked))):  # from the back: earlier places stay put
+        rest.insert(int((k + 0.5) * step), picked[k])
+    return rest
 
 
 @pytest.fixture(params=wd_teach.BACKENDS)

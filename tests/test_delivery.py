@@ -531,3 +531,30 @@ def test_under_the_gpu_check_every_process_that_imports_wd_teach_says_where_it_w
     subprocess.run([sys.executable, "-c", waiting], env=quiet, check=True, timeout=300,
                    cwd=tmp_path / "..")
     assert len(list(tmp_path.glob("pid-*.stacks"))) == 1  # nothing without the setting
+
+
+def test_the_notebook_runs_are_spread_evenly_among_the_others_for_parallel_workers():
+    """tests/conftest.py's spread(): under pytest-xdist the notebooks' runs stand evenly
+    apart, so that no worker's run of neighbouring tests holds many."""
+    sys.path.insert(0, str(REPO / "tests"))
+    try:
+        from conftest import spread
+    finally:
+        sys.path.remove(str(REPO / "tests"))
+    items = [f"t{i}" for i in range(20)] + ["slow0", "slow1", "slow2", "slow3"]
+    placed = spread(items, lambda name: name.startswith("slow"))
+    assert sorted(placed) == sorted(items) and len(placed) == len(items)
+    at = [placed.index(f"slow{k}") for k in range(4)]
+    assert at == sorted(at) and at[0] > 0 and at[-1] < len(placed) - 1
+    gaps = [b - a for a, b in zip(at, at[1:], strict=False)]
+    assert max(gaps) - min(gaps) <= 1, placed
+    assert [n for n in placed if not n.startswith("slow")] == items[:20]
+    assert spread(["a", "b"], lambda name: False) == ["a", "b"]
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
+                           "-p", "no:cacheprovider", "tests/test_notebooks.py"],
+                          cwd=REPO, capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTEST_XDIST_WORKER": "gw0"})
+    ids = [line for line in done.stdout.splitlines() if "::" in line]
+    twice = [i for i, line in enumerate(ids) if "runs_twice" in line]
+    gaps = [b - a for a, b in zip(twice, twice[1:], strict=False)]
+    assert len(twice) >= 10 and min(gaps) > 1 and max(gaps) - min(gaps) <= 1
