@@ -558,3 +558,13 @@ def test_the_notebook_runs_are_spread_evenly_among_the_others_for_parallel_worke
     twice = [i for i, line in enumerate(ids) if "runs_twice" in line]
     gaps = [b - a for a, b in zip(twice, twice[1:], strict=False)]
     assert len(twice) >= 10 and min(gaps) > 1 and max(gaps) - min(gaps) <= 1
+
+
+def test_a_progress_folder_that_cannot_be_written_never_stops_the_import(tmp_path):
+    blocked = tmp_path / "a file, not a folder"
+    blocked.write_text("")
+    env = {**os.environ, "WD_TEACH_TEST_PROGRESS": str(blocked / "progress"),
+           "WD_TEACH_TEST_STACKS_AFTER": "not a number"}
+    done = subprocess.run([sys.executable, "-c", "import wd_teach; print('imported')"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "imported" in done.stdout, done.stderr

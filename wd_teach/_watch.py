@@ -20,9 +20,12 @@ def watch_from_environment() -> None:
     folder = os.environ.get("WD_TEACH_TEST_PROGRESS")
     if not folder or _stacks is not None:
         return
-    every = float(os.environ.get("WD_TEACH_TEST_STACKS_AFTER", 240))
-    Path(folder).mkdir(parents=True, exist_ok=True)
-    _stacks = open(Path(folder) / f"pid-{os.getpid()}.stacks", "w")  # noqa: SIM115
-    _stacks.write(f"{' '.join(sys.argv)[:300]}\n")
-    _stacks.flush()
-    faulthandler.dump_traceback_later(every, repeat=True, file=_stacks)
+    try:  # a diagnostic: `import wd_teach` never fails for it
+        every = float(os.environ.get("WD_TEACH_TEST_STACKS_AFTER", 240))
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        _stacks = open(Path(folder) / f"pid-{os.getpid()}.stacks", "w")  # noqa: SIM115
+        _stacks.write(f"{' '.join(sys.argv)[:300]}\n")
+        _stacks.flush()
+        faulthandler.dump_traceback_later(every, repeat=True, file=_stacks)
+    except (OSError, ValueError):
+        _stacks = None
