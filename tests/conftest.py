@@ -40,23 +40,29 @@ def pytest_runtest_protocol(item, nextitem):
     if not PROGRESS:
         yield
         return
-    import faulthandler
+    import threading
     import time
     from pathlib import Path
+
+    from wd_teach._watch import dump_stacks
 
     folder = Path(PROGRESS)
     folder.mkdir(parents=True, exist_ok=True)
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     with open(folder / f"{worker}.tsv", "a") as log:
         log.write(f"start\t{time.time():.1f}\t{item.nodeid}\n")
-    with open(folder / f"{worker}.stacks", "a") as stacks:
-        stacks.write(f"--- stacks if {item.nodeid} runs past {STACKS_AFTER:g} s:\n")
-        stacks.flush()
-        faulthandler.dump_traceback_later(STACKS_AFTER, file=stacks)
-        try:
-            yield
-        finally:
-            faulthandler.cancel_dump_traceback_later()
+
+    def late() -> None:
+        with open(folder / f"{worker}.stacks", "a") as stacks:
+            dump_stacks(stacks, f"{item.nodeid} is past {STACKS_AFTER:g} s")
+
+    timer = threading.Timer(STACKS_AFTER, late)  # a Python thread: wd_teach/_watch.py says why
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
     with open(folder / f"{worker}.tsv", "a") as log:
         log.write(f"end\t{time.time():.1f}\t{item.nodeid}\n")
 

@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "wd_teach"
 
 #: Bottom up. A module or folder right below wd_teach/ names its layer.
 LAYERS = [
-    ("base", {"_simulator", "errors", "device", "data", "launch", "cuda_c", "numba_index",
+    ("base", {"_simulator", "_watch", "errors", "device", "data", "launch", "cuda_c", "numba_index",
               "floors", "files", "ranges", "timing", "backends", "cuda", "rng",
               "seat_memory"}),
     ("lessons", {"lessons"}),
