@@ -41,6 +41,8 @@ from wd_teach_envs._tag.tag_numba import MAX_NEAREST, MAX_THREADS
 
 FIELD = 20.0
 METHODS = ("tiles", "grid")
+
+
 class _Kernels:
     """What the backend seam asks an env for its step, asked here for the two searches:
     nearest.cu for PyCUDA, its Numba twin for Numba."""

@@ -17,7 +17,8 @@
 # found) and counts as failed; the summary then names the tests still running when it was cut
 # off, and $GPU_CHECK_OUT/progress/ holds each test worker's start and end times, the
 # Python stacks of any test that ran past 240 s, and every 240 s those of each process the
-# tests started that imports wd_teach (a notebook's kernel, a seed's process: pid-*.stacks). Exit status 0 only if every part passed.
+# tests started that imports wd_teach (a notebook's kernel, a seed's process: pid-*.stacks).
+# Exit status 0 only if every part passed.
 # A room's quick version (bench/room.py --seats 2 --small: two seats training at once,
 # each under a per-seat memory limit) runs in the tests part, tests/gpu/test_seat_memory_gpu.py.
 set -uo pipefail
@@ -92,8 +93,8 @@ part() {  # part NAME ENV... -- pytest args: run pytest, log, and time it
   echo $((SECONDS - start)) >"$out/$name.seconds"
 }
 
-part tests WD_TEACH_GPU_CHECK=1 WD_TEACH_TEST_PROGRESS="$out/progress" python -m pytest tests -q "${spread[@]}" "${limit[@]}" \
-  "${extra[@]}" &
+part tests WD_TEACH_GPU_CHECK=1 WD_TEACH_TEST_PROGRESS="$out/progress" \
+  python -m pytest tests -q "${spread[@]}" "${limit[@]}" "${extra[@]}" &
 thirds=("notebooks/0[0-4]_*.ipynb notebooks/06_*.ipynb notebooks/08_*.ipynb notebooks/10_*.ipynb"
         "notebooks/05_*.ipynb notebooks/11_*.ipynb" "notebooks/07_*.ipynb notebooks/09_*.ipynb")
 for backend in pycuda numba; do

@@ -6,12 +6,16 @@ GPU path works in seconds. Full sizes are for the notebooks under nbval and the 
 """
 
 import os
+import threading
+import time
+from pathlib import Path
 
 os.environ.setdefault("WD_TEACH_SIZES", "small")
 
 import pytest  # noqa: E402
 
 import wd_teach  # noqa: E402
+from wd_teach._watch import dump_stacks, stacks_period  # noqa: E402
 
 BACKENDS_HERE = wd_teach.discover().backends
 #: tests/test_notebooks.py's test that runs a notebook twice in one kernel: a minute or more
@@ -22,15 +26,13 @@ NOTEBOOK_RUNS = "test_notebook_runs_twice_without_restart"
 # starts and ends, and the Python stacks of a test still running after STACKS_AFTER seconds,
 # so that a part cut off by its time limit says which tests it was still waiting on, and where.
 PROGRESS = os.environ.get("WD_TEACH_TEST_PROGRESS")
-STACKS_AFTER = float(os.environ.get("WD_TEACH_TEST_STACKS_AFTER", 240))
+STACKS_AFTER = stacks_period()
 
 
 def pytest_collection_finish(session):
     """Under the GPU check: how many tests there are, so the summary can say how many have no
     result (an interrupted run's JUnit file holds only those that finished)."""
-    if PROGRESS:
-        from pathlib import Path
-
+    if PROGRESS:  # before any test: each test's lines go in this folder too
         Path(PROGRESS).mkdir(parents=True, exist_ok=True)
         (Path(PROGRESS) / "collected.txt").write_text(f"{len(session.items)}\n")
 
@@ -40,14 +42,7 @@ def pytest_runtest_protocol(item, nextitem):
     if not PROGRESS:
         yield
         return
-    import threading
-    import time
-    from pathlib import Path
-
-    from wd_teach._watch import dump_stacks
-
     folder = Path(PROGRESS)
-    folder.mkdir(parents=True, exist_ok=True)
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     with open(folder / f"{worker}.tsv", "a") as log:
         log.write(f"start\t{time.time():.1f}\t{item.nodeid}\n")

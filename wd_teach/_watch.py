@@ -22,6 +22,12 @@ from pathlib import Path
 _watching = False
 
 
+def stacks_period() -> float:
+    """Seconds between two dumps of a process's stacks (and before a test's own dump, in
+    tests/conftest.py): WD_TEACH_TEST_STACKS_AFTER, 240 unless set."""
+    return float(os.environ.get("WD_TEACH_TEST_STACKS_AFTER", 240))
+
+
 def dump_stacks(file, title: str = "") -> None:
     """Every thread's Python stack into `file` (open for text), with the time and `title`."""
     names = {thread.ident: thread.name for thread in threading.enumerate()}
@@ -39,7 +45,7 @@ def watch_from_environment() -> None:
     if not folder or _watching:
         return
     try:  # a diagnostic: `import wd_teach` never fails for it
-        every = float(os.environ.get("WD_TEACH_TEST_STACKS_AFTER", 240))
+        every = stacks_period()
         Path(folder).mkdir(parents=True, exist_ok=True)
         path = Path(folder) / f"pid-{os.getpid()}.stacks"
         path.write_text(f"{' '.join(sys.argv)[:300]}\n")
