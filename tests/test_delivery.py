@@ -454,8 +454,10 @@ def test_the_gpu_checks_test_workers_say_what_ran_and_where_a_long_test_waits(tm
         "import time\n\n\ndef test_quick():\n    pass\n\n\n"
         "def test_waits_in_here():\n    time.sleep(1.5)\n")
     progress = tmp_path / "progress"
-    env = {**os.environ, "WD_TEACH_TEST_PROGRESS": str(progress),
-           "WD_TEACH_TEST_STACKS_AFTER": "0.5"}
+    # The inner pytest is a plain run (its log is main.tsv) even when this test runs in an
+    # xdist worker, whose PYTEST_XDIST_* variables it would otherwise inherit.
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_XDIST")}
+    env.update(WD_TEACH_TEST_PROGRESS=str(progress), WD_TEACH_TEST_STACKS_AFTER="0.5")
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                     "test_wait.py"], cwd=tmp_path, env=env, check=True, capture_output=True)
     assert (progress / "collected.txt").read_text() == "2\n"
