@@ -6,9 +6,10 @@
 Each notebook runs in a fresh kernel at full size (WD_TEACH_SIZES is left unset, so
 `lesson_sizes()` picks the GPU's sizes) on the backend named, and is written to --out with
 every cell's outputs and, in its metadata under `wd_teach.outputs`, the GPU, the versions of
-torch, numba-cuda and PyCUDA, the backend and the date: a reader on GitHub or in the book
-then sees the numbers of a real run, and knows where they came from. nbval still runs the
-saved notebooks on a CPU, where outputs that vary are not compared (--nbval-lax).
+torch, numba-cuda and PyCUDA, the backend, the date and a short hash of each code cell's
+source: a reader on GitHub or in the book then sees the numbers of a real run, and knows
+where they came from, and a test sees when a cell changed after that run. nbval still runs
+the saved notebooks on a CPU, where outputs that vary are not compared (--nbval-lax).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import base64
 import datetime
+import hashlib
 import io
 import json
 import os
@@ -83,6 +85,14 @@ def shrink_animations(notebook, quality: int = 80) -> int:
     return saved
 
 
+def code_stamps(notebook) -> list[str]:
+    """A short hash of each code cell's source, in order: saved with the outputs, so a test
+    (tests/test_saved_outputs.py) can tell when a cell was changed after the run that made
+    its outputs, and the outputs a reader sees no longer come from the code above them."""
+    return [hashlib.sha256("".join(cell.source).encode()).hexdigest()[:12]
+            for cell in notebook.cells if cell.cell_type == "code"]
+
+
 def run(path: Path, out: Path, backend: str, cell_timeout: int) -> float:
     """Execute `path` in a fresh kernel and write it to `out`; the seconds it took."""
     notebook = nbformat.read(path, as_version=4)
@@ -92,7 +102,7 @@ def run(path: Path, out: Path, backend: str, cell_timeout: int) -> float:
     seconds = time.perf_counter() - start
     shrink_animations(notebook)
     notebook.metadata.setdefault("wd_teach", {})["outputs"] = {
-        **provenance(backend), "seconds": round(seconds)}
+        **provenance(backend), "seconds": round(seconds), "code_cells": code_stamps(notebook)}
     out.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, out)
     # as every notebook in the repo is written (scripts/colab_cells.py), so a diff shows outputs
