@@ -10,6 +10,7 @@ checks.
 from __future__ import annotations
 
 import datetime
+import hashlib
 from pathlib import Path
 
 import nbformat
@@ -54,3 +55,36 @@ def test_no_saved_output_is_an_error(notebook):
     errors = [output.get("ename") for cell in notebook.cells if cell.cell_type == "code"
               for output in cell.outputs if output.output_type == "error"]
     assert not errors, errors
+
+
+def test_a_stamped_lessons_code_is_the_code_that_made_its_outputs(notebook):
+    """scripts/gpu_outputs.py saves a hash of each code cell's source with the outputs: a
+    cell changed after that run shows outputs its code no longer makes, so the lesson is run
+    again on a GPU. (Lessons saved before the hashes existed carry none; the next run adds
+    them.)"""
+    stamps = notebook.metadata.get("wd_teach", {}).get("outputs", {}).get("code_cells")
+    if stamps is None:
+        return
+    cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    now = [hashlib.sha256("".join(cell.source).encode()).hexdigest()[:12] for cell in cells]
+    assert len(now) == len(stamps), (
+        f"{len(cells)} code cells now, {len(stamps)} when the outputs were made: run "
+        "scripts/gpu_outputs.py on a GPU machine")
+    changed = [f"code cell {i}: {(cells[i].source.splitlines() or [''])[0]!r}"
+               for i, (stamp, hashed) in enumerate(zip(stamps, now, strict=True))
+               if stamp != hashed]
+    assert not changed, (
+        f"changed since its outputs were made, {'; '.join(changed)}: run "
+        "scripts/gpu_outputs.py on a GPU machine")
+
+
+def test_the_stamp_names_a_changed_cell():
+    """The check above fails for a cell edited after the run (and passes as saved)."""
+    path = next(p for p in NOTEBOOKS if nbformat.read(p, as_version=4).metadata.get(
+        "wd_teach", {}).get("outputs", {}).get("code_cells"))
+    notebook = nbformat.read(path, as_version=4)
+    test_a_stamped_lessons_code_is_the_code_that_made_its_outputs(notebook)
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    code[-1].source += "\nprint('edited')"
+    with pytest.raises(AssertionError, match=f"code cell {len(code) - 1}"):
+        test_a_stamped_lessons_code_is_the_code_that_made_its_outputs(notebook)
