@@ -139,3 +139,16 @@ def test_the_shipped_demo_loads_small_and_plays():
     trainer = load_trained(path)
     assert trainer.iteration == trainer.history[-1]["iteration"] > 100
     assert len(trainer.evaluate(num_envs=1, record=True, steps=3).frames["loc_x"]) >= 2
+
+
+def test_the_shipped_demo_holds_a_whole_training_run():
+    """Not only its policies: every part a trainer of its config has (the statistics' running
+    sums among them), so on a GPU it goes on training (tests/gpu/test_training_gpu.py). On the
+    CPU only its GPU generator stops it, and the message says where to resume."""
+    state = read_checkpoint(pretrained_checkpoint("tag_demo"))
+    trainer = Trainer(state["config"], gpu=False)
+    with pytest.raises(TrainError, match="trained on a GPU and this trainer runs on the CPU"):
+        trainer.load_state_dict(state, where="tag_demo")
+    state["generator"] = trainer.generator.get_state()  # the one part of a device's own kind
+    trainer.load_state_dict(state, where="tag_demo")
+    assert trainer.iteration == 4000

@@ -182,6 +182,20 @@ def test_checkpoint_from_another_env(tmp_path):
         Trainer.from_checkpoint(tmp_path / "junk.safetensors")
 
 
+
+def test_a_checkpoint_from_a_gpu_is_refused_on_the_cpu_with_what_to_do(tmp_path):
+    """The sampling generator's state is the device's own kind (CUDA's Philox: 16 bytes; the
+    CPU's Mersenne Twister: 5,056), so a run cannot go on, number for number, on the other."""
+    trainer = tiny("ppo")
+    state = trainer.state_dict()
+    state["generator"] = torch.zeros(16, dtype=torch.uint8)  # what a GPU trainer saves
+    before = trainer.state_dict()
+    with pytest.raises(TrainError, match=r"was trained on a GPU and this trainer runs on the "
+                                         r"CPU.*gpu=True.*load_trained"):
+        trainer.load_state_dict(state, where="gpu.safetensors")
+    assert torch.equal(trainer.state_dict()["generator"], before["generator"])
+    trainer.load_state_dict(before)  # the CPU's own state still loads
+
 # -- the command line ---------------------------------------------------------------------------
 
 

@@ -88,6 +88,25 @@ def test_resume_on_the_gpu(tmp_path):
             torch.testing.assert_close(want, got)
 
 
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_shipped_demo_goes_on_training_on_the_gpu(backend):
+    """The trained Tag demo the package ships is a whole run: it resumes as one, on either
+    backend, and trains on from its 4,000th iteration."""
+    from wd_teach.train.playback import pretrained_checkpoint
+
+    trainer = Trainer.from_checkpoint(pretrained_checkpoint("tag_demo"), gpu=True)
+    if trainer.backend != backend:
+        state = trainer.state_dict()
+        config = state["config"]
+        config["env"]["backend"] = backend
+        trainer = Trainer(config, gpu=True).load_state_dict(state, where="tag_demo")
+    before = [p.detach().clone() for p in trainer.policies["taggers"].parameters()]
+    trainer.train(1, progress=False)
+    assert trainer.iteration == 4001 and trainer.backend == backend
+    after = list(trainer.policies["taggers"].parameters())
+    assert any(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
+
 def test_lightning_module_on_the_gpu(tmp_path):
     from wd_teach.train.lightning import TrainingModule, make_lightning_trainer, measure_overhead
 

@@ -214,8 +214,27 @@ def check_compatible(trainer: Trainer, state: dict, path) -> None:
                 _check_optimizer(getattr(learner, part), theirs, key, path)
             else:
                 _check_same_layout(value, theirs, key, path)
+    _check_generator(mine_now["generator"], state["generator"], path)
     for part in ("acting", "stats", "generator", "torch_rng"):
         _check_same_layout(mine_now[part], state[part], part, path)
+
+
+#: Bytes of a torch.Generator's state: the CPU's Mersenne Twister, CUDA's Philox (seed, offset).
+GENERATOR_BYTES = {"the CPU": 5056, "a GPU": 16}
+
+
+def _check_generator(mine, theirs, path) -> None:
+    """The sampling generator's state is the device's own kind: a checkpoint trained on a GPU
+    cannot go on, number for number, in a trainer on the CPU (or the other way round)."""
+    where = {size: device for device, size in GENERATOR_BYTES.items()}
+    saved = where.get(tuple(theirs.shape)[0]) if isinstance(theirs, torch.Tensor) else None
+    here = where.get(tuple(mine.shape)[0])
+    if saved and here and saved != here:
+        raise TrainError(
+            f"{path} was trained on {saved} and this trainer runs on {here}: its random "
+            f"generator cannot go on here. Resume it on {saved} (Trainer.from_checkpoint("
+            f"path, gpu={saved == 'a GPU'})); to watch or score its policies anywhere, "
+            "wd_teach.train.playback.load_trained(path) loads them alone.")
 
 
 def check_store(store, arrays: dict, path, optional=()) -> None:
