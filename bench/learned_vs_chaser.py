@@ -26,6 +26,12 @@ Games (`--game`):
                    that runs straight at a runner never closes the gap unless the runner
                    stops at the field's edge, so catching a runner that flees well takes
                    taggers that cut it off together. The chaser plays the same game.
+    pairs          a runner is caught only with two taggers within reach at once, and both
+                   are paid (env.params.taggers_needed=2): a lone chaser catches no one, so
+                   the chaser's taggers, each running at its own nearest runner, meet only by
+                   chance. On the CPU it tagged 10.3 of 100 random runners a game against
+                   random taggers' 0.9 (seed 0, 50 games; 97.8 in the config's game), so
+                   taggers that learn to hunt together have room to beat it.
 
 Both run on the plain floor: the chaser takes the place of the taggers' policy object, which
 the fast floor's fused policies are not made for.
@@ -49,7 +55,8 @@ from wd_teach.train.trainer import Trainer
 
 GAMES = {"default": [],
          "fast-runners": ["env.params.tagger_max_speed=0.5",
-                          "env.params.runner_max_speed=0.6"]}
+                          "env.params.runner_max_speed=0.6"],
+         "pairs": ["env.params.taggers_needed=2"]}
 SCORES = ("learned/trained", "chaser/trained", "learned/random", "chaser/random")
 
 

@@ -375,6 +375,17 @@ def test_learned_against_chaser_scores_both_on_the_same_games_over_the_seeds(tmp
         assert difference["verdict"]
 
 
+
+def test_the_pairs_game_takes_two_taggers_to_catch(bench_script):
+    """learned_vs_chaser's `pairs` game: a trainer of it plays Tag with taggers_needed=2."""
+    from wd_teach.train.trainer import Trainer
+
+    module = bench_script("learned_vs_chaser")
+    trainer = Trainer("tag_continuous", gpu=False,
+                      sets=[*module.GAMES["pairs"], "env.num_envs=2"])
+    assert trainer.env.config.taggers_needed == 2
+    assert trainer.env.constants()["taggers_needed"] == 2
+
 def test_greedy_runners_scores_each_critic_greedy_and_drawn(tmp_path, bench_script):
     """bench/greedy_runners.py at the CPU's toy sizes: both critics of one seed trained, each
     scored greedy and drawn, the runners' greedy moves measured, and the floor put back."""

@@ -68,6 +68,10 @@ class TagConfig:
     episode_length: int = 500
     num_nearest: int | None = 10  # None: every agent sees all others (full observation)
     runner_exits_when_tagged: bool = True
+    # taggers within reach of a runner at once to catch it: with more than one, a lone
+    # tagger catches no one, so taggers must learn to close in together (and each of them
+    # gets tag_reward for the catch)
+    taggers_needed: int = 1
     tag_reward: float = 1.0  # to a tagger, for each runner it catches
     tag_penalty: float = -1.0  # to a runner, when caught
     tagger_step_reward: float = -0.01  # every step: taggers should hurry
@@ -87,6 +91,11 @@ class TagConfig:
                                        f"num_runners={self.num_runners}.")
         require(self.episode_length >= 1, f"episode_length must be at least 1, got "
                                           f"{self.episode_length}.")
+        require(isinstance(self.taggers_needed, (int, np.integer))
+                and not isinstance(self.taggers_needed, bool)
+                and 1 <= self.taggers_needed <= self.num_taggers,
+                f"taggers_needed must be a whole number from 1 to num_taggers="
+                f"{self.num_taggers}, got {self.taggers_needed!r}.")
         others = self.num_taggers + self.num_runners - 1
         if self.num_nearest is not None:
             most = min(MAX_NEAREST, others)
@@ -251,6 +260,7 @@ class TagGame(Env):
                 "full_observation": int(c.num_nearest is None),
                 "obs_size": self.observation_space.shape[0], "own_size": self.own_size,
                 "runner_exits": int(c.runner_exits_when_tagged),
+                "taggers_needed": int(c.taggers_needed),
                 "tag_reward": float(c.tag_reward), "tag_penalty": float(c.tag_penalty),
                 "tagger_step_reward": float(c.tagger_step_reward),
                 "runner_step_reward": float(c.runner_step_reward),

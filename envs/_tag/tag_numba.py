@@ -191,11 +191,12 @@ def end_game(env, agent, is_runner, in_game, rewards, done, timestep, runners_le
 
 @cuda.jit
 def tag_catch(loc_x, loc_y, in_game, rewards, runners_left, num_agents, num_taggers,
-              tagging_distance, tag_reward, tag_penalty, runner_exits):
-    """One thread per agent; each runner still in the game looks for the nearest tagger
-    within tagging_distance (of two at the same distance, the lower index). If there is one,
-    the runner gets tag_penalty, that tagger tag_reward, and the runner leaves if
-    runner_exits."""
+              tagging_distance, taggers_needed, tag_reward, tag_penalty, runner_exits):
+    """One thread per agent; each runner still in the game counts the taggers within
+    tagging_distance and is caught when there are at least taggers_needed of them. Then the
+    runner gets tag_penalty and leaves if runner_exits, and tag_reward goes to the nearest
+    tagger within reach (of two at the same distance, the lower index) when one is needed,
+    or to every tagger within reach when the catch takes several: each of them did it."""
     tile_x = cuda.shared.array(TILE, float32)
     tile_y = cuda.shared.array(TILE, float32)
     tile_in = cuda.shared.array(TILE, int32)
@@ -208,6 +209,7 @@ def tag_catch(loc_x, loc_y, in_game, rewards, runners_left, num_agents, num_tagg
     my_y = loc_y[env, me]
     nearest = -1
     nearest_d2 = np.float32(0.0)
+    within = 0  # taggers within reach
     start = 0
     while start < num_taggers:  # while, not range: the module's docstring says why
         count = min(TILE, num_taggers - start)
@@ -217,18 +219,36 @@ def tag_catch(loc_x, loc_y, in_game, rewards, runners_left, num_agents, num_tagg
         while running and k < count:
             if tile_in[k] != 0:
                 d2 = distance2(tile_x[k] - my_x, tile_y[k] - my_y)
-                if d2 <= reach2 and (nearest < 0 or d2 < nearest_d2):
-                    nearest = start + k
-                    nearest_d2 = d2
+                if d2 <= reach2:
+                    within += 1
+                    if nearest < 0 or d2 < nearest_d2:
+                        nearest = start + k
+                        nearest_d2 = d2
             k += 1
         cuda.syncthreads()
         start += TILE
-    if nearest < 0:
-        return
-    rewards[env, me] = rewards[env, me] + tag_penalty
+    caught = within >= taggers_needed  # taggers_needed >= 1: a runner in the game
     # Several runners may credit one tagger: atomically. The sum is the same in any order,
     # since every runner adds the same tag_reward.
-    cuda.atomic.add(rewards, (env, nearest), tag_reward)
+    if taggers_needed > 1:  # the same for every thread: the whole block stages the tiles
+        start = 0
+        while start < num_taggers:
+            count = min(TILE, num_taggers - start)
+            stage_tile(loc_x, loc_y, in_game, env, start, count, tile_x, tile_y, tile_in)
+            cuda.syncthreads()
+            k = 0
+            while caught and k < count:
+                if tile_in[k] != 0 and distance2(tile_x[k] - my_x,
+                                                 tile_y[k] - my_y) <= reach2:
+                    cuda.atomic.add(rewards, (env, start + k), tag_reward)
+                k += 1
+            cuda.syncthreads()
+            start += TILE
+    if not caught:
+        return
+    rewards[env, me] = rewards[env, me] + tag_penalty
+    if taggers_needed == 1:
+        cuda.atomic.add(rewards, (env, nearest), tag_reward)
     if runner_exits:
         in_game[env, me] = 0
         cuda.atomic.sub(runners_left, env, 1)

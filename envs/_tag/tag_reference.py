@@ -14,21 +14,26 @@ def distance2(dx, dy):
 
 
 def catch(loc_x, loc_y, in_game, rewards, runners_left, num_taggers, tagging_distance,
-          tag_reward, tag_penalty, runner_exits):
-    """Each runner still in the game is caught by the nearest tagger within
-    tagging_distance (the lower index of two at the same distance): tag_penalty to the
-    runner, tag_reward to that tagger, and the runner leaves if runner_exits."""
+          tag_reward, tag_penalty, runner_exits, taggers_needed=1):
+    """Each runner still in the game is caught when at least taggers_needed taggers are
+    within tagging_distance: tag_penalty to the runner, and it leaves if runner_exits.
+    tag_reward goes to the nearest of them (the lower index of two at the same distance)
+    when one is needed, or to each of them when the catch takes several."""
     taggers, runners = slice(0, num_taggers), slice(num_taggers, None)
     dx = loc_x[:, None, taggers] - loc_x[:, runners, None]  # [env, runner, tagger]
     dy = loc_y[:, None, taggers] - loc_y[:, runners, None]
     d2 = distance2(dx, dy)
     reach2 = tagging_distance * tagging_distance
     close = (d2 <= reach2) & (in_game[:, None, taggers] != 0) & (in_game[:, runners, None] != 0)
-    nearest = np.where(close, d2, np.inf).argmin(axis=2)  # the first of equals, as the kernel
-    caught = close.any(axis=2)  # [env, runner]
+    caught = close.sum(axis=2) >= taggers_needed  # [env, runner]
     envs, runner = np.nonzero(caught)
     rewards[envs, num_taggers + runner] += tag_penalty
-    np.add.at(rewards, (envs, nearest[envs, runner]), tag_reward)  # one add per catch
+    if taggers_needed == 1:
+        nearest = np.where(close, d2, np.inf).argmin(axis=2)  # the first of equals, as the kernel
+        np.add.at(rewards, (envs, nearest[envs, runner]), tag_reward)  # one add per catch
+    else:
+        in_catch, _, tagger = np.nonzero(close & caught[:, :, None])
+        np.add.at(rewards, (in_catch, tagger), tag_reward)  # one add per tagger of each catch
     if runner_exits:
         in_game[envs, num_taggers + runner] = 0
         runners_left -= caught.sum(axis=1, dtype=np.int32)

@@ -65,13 +65,13 @@ def step(loc_x, loc_y, speed, heading, in_game, actions, obs, nearest, rewards, 
          num_neighbors, full_observation, search_grid, own_size, num_directions, field_size,
          tagging_distance, tagger_max_speed, runner_max_speed, tagger_step_reward,
          runner_step_reward, edge_penalty, tag_reward, tag_penalty, runner_exits,
-         episode_length, end_reward):
+         taggers_needed, episode_length, end_reward):
     move(loc_x, loc_y, speed, heading, in_game, actions, rewards, timestep, accelerations,
          turns, direction_x, direction_y, num_taggers, num_directions, field_size,
          tagger_max_speed, runner_max_speed, tagger_step_reward, runner_step_reward,
          edge_penalty)
     tag_reference.catch(loc_x, loc_y, in_game, rewards, runners_left, num_taggers,
-                        tagging_distance, tag_reward, tag_penalty, runner_exits)
+                        tagging_distance, tag_reward, tag_penalty, runner_exits, taggers_needed)
     observe(loc_x, loc_y, speed, heading, in_game, obs, nearest, direction_x, direction_y,
             num_taggers, num_neighbors, full_observation, search_grid, own_size, field_size,
             tagger_max_speed, runner_max_speed)

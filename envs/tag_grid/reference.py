@@ -38,11 +38,11 @@ def observe(loc_x, loc_y, in_game, obs, nearest, num_taggers, num_neighbors,
 def step(loc_x, loc_y, in_game, actions, obs, nearest, rewards, done, timestep, runners_left,
          move_x, move_y, num_taggers, num_neighbors, full_observation, search_grid, own_size,
          field_size, tagging_distance, tagger_step_reward, runner_step_reward, edge_penalty,
-         tag_reward, tag_penalty, runner_exits, episode_length, end_reward):
+         tag_reward, tag_penalty, runner_exits, taggers_needed, episode_length, end_reward):
     move(loc_x, loc_y, in_game, actions, rewards, timestep, move_x, move_y, num_taggers,
          field_size, tagger_step_reward, runner_step_reward, edge_penalty)
     tag_reference.catch(loc_x, loc_y, in_game, rewards, runners_left, num_taggers,
-                        tagging_distance, tag_reward, tag_penalty, runner_exits)
+                        tagging_distance, tag_reward, tag_penalty, runner_exits, taggers_needed)
     observe(loc_x, loc_y, in_game, obs, nearest, num_taggers, num_neighbors, full_observation,
             search_grid, own_size, field_size)
     tag_reference.end_game(in_game, rewards, done, timestep, runners_left, num_taggers,
