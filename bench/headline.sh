@@ -17,7 +17,9 @@
 # own trainer at the same size (10 taggers + 990 runners), from ANCHOR (default
 # .device/anchor). Each writes OUT/<stage>.log and, where it measures, OUT/<stage>.json.
 # The limits allow for each game's initial state, made on the host (20 to 40 s at 1,000
-# agents; bench/NOTES.md). Exit status: the number of stages that failed or ran out of time.
+# agents; bench/NOTES.md). HEADLINE_STAGES=env-both,rollout (names, commas) runs only
+# those stages, so the whole can be split over two device calls; unset, all of them.
+# Exit status: the number of stages that failed or ran out of time.
 set -u
 out="${1:-results}"
 anchor="${2:-.device/anchor}"
@@ -32,9 +34,22 @@ mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 failed=0
 
+only=",${HEADLINE_STAGES:-all},"
+stages="env-agents nearest env-kernels env-both env-grid rollout train warpdrive"
+for name in ${HEADLINE_STAGES//,/ }; do
+  [[ " $stages " == *" $name "* ]] || {
+    echo "headline.sh: no stage named '$name' in HEADLINE_STAGES; the stages: $stages" >&2
+    exit 2
+  }
+done
+
 stage() {  # stage NAME SECONDS python-args...: run, and dump the stacks before the limit
   local name="$1" seconds="$2" start=$SECONDS
   shift 2
+  if [ "$only" != ",all," ] && [[ "$only" != *",$name,"* ]]; then
+    echo "=== $name: not in HEADLINE_STAGES, skipped"
+    return
+  fi
   echo "=== $name (limit ${seconds} s)"
   timeout -k 10 "$seconds" python3 -X faulthandler -c "
 import faulthandler, runpy, sys

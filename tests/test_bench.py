@@ -346,6 +346,27 @@ def test_the_headline_script_runs_every_stage_and_writes_its_rows(tmp_path):
     assert {r["method"] for r in rows} == {"tiles", "grid"} and all(r["same_slots"] for r in rows)
 
 
+
+def test_the_headline_script_runs_only_the_stages_asked_and_refuses_an_unknown_one(tmp_path):
+    """HEADLINE_STAGES splits the headline over device calls: the stages named run, the
+    others say they were skipped; a name that is no stage stops it before anything runs."""
+    import os
+    import subprocess
+
+    repo = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "HEADLINE_ENVS": "2", "HEADLINE_BACKEND": "numpy",
+           "HEADLINE_BACKENDS": "numpy", "HEADLINE_STAGES": "env-both"}
+    done = subprocess.run(["bash", str(repo / "bench" / "headline.sh"), str(tmp_path), "none"],
+                          cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "env-both: exit 0" in done.stdout
+    assert "=== rollout: not in HEADLINE_STAGES, skipped" in done.stdout
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == ["env-both.json"]
+    env["HEADLINE_STAGES"] = "env-both,rolout"
+    done = subprocess.run(["bash", str(repo / "bench" / "headline.sh"), str(tmp_path), "none"],
+                          cwd=repo, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "no stage named 'rolout'" in done.stderr
+
 def test_learned_against_chaser_scores_both_on_the_same_games_over_the_seeds(tmp_path,
                                                                              bench_script):
     """bench/learned_vs_chaser.py at toy size: each seed trains, then its learned taggers and
