@@ -8,8 +8,10 @@ Each notebook runs in a fresh kernel at full size (WD_TEACH_SIZES is left unset,
 every cell's outputs and, in its metadata under `wd_teach.outputs`, the GPU, the versions of
 torch, numba-cuda and PyCUDA, the backend, the date and a short hash of each code cell's
 source: a reader on GitHub or in the book then sees the numbers of a real run, and knows
-where they came from, and a test sees when a cell changed after that run. nbval still runs
-the saved notebooks on a CPU, where outputs that vary are not compared (--nbval-lax).
+where they came from, and a test sees when a cell changed after that run. The run's time,
+in words, goes where the lesson's GPU time is said: its metadata, its lesson plan and its row
+of docs/teaching.md (rewritten in place). nbval still runs the saved notebooks on a CPU,
+where outputs that vary are not compared (--nbval-lax).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pathlib import Path
 
 import nbformat
 from colab_cells import notebook_text  # scripts/, beside this file
+from lesson_times import say_gpu_time
 from nbclient import NotebookClient
 
 
@@ -103,6 +106,8 @@ def run(path: Path, out: Path, backend: str, cell_timeout: int) -> float:
     shrink_animations(notebook)
     notebook.metadata.setdefault("wd_teach", {})["outputs"] = {
         **provenance(backend), "seconds": round(seconds), "code_cells": code_stamps(notebook)}
+    # the new time in words: the notebook's metadata and lesson plan, docs/teaching.md's row
+    say_gpu_time(notebook, path.stem, round(seconds))
     out.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, out)
     # as every notebook in the repo is written (scripts/colab_cells.py), so a diff shows outputs

@@ -11,38 +11,23 @@ which must agree with the table of how those minutes were set and fit the path's
 """
 
 import json
-import math
 import re
+import sys
 from pathlib import Path
 
+import nbformat
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from lesson_times import TIME, cpu_words, gpu_words, say_gpu_time  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 TEACHING = REPO / "docs" / "teaching.md"
-TIME = re.compile(r"\*\*Time:\*\* about (\d+) minutes to work through\. Running every cell "
-                  r"takes (.+?) on a GPU \(full size\) and (.+?) on a CPU")
 
 
 def _cells(path):
     return json.loads(path.read_text(encoding="utf-8"))["cells"]
-
-
-def cpu_words(seconds: float) -> str:
-    """A measured CPU time as the documents say it: rounded up to 5 s, or past a minute and a
-    half to whole minutes."""
-    if seconds > 90:
-        return f"about {math.ceil(seconds / 60)} minutes"
-    return f"about {5 * math.ceil(seconds / 5)} s"
-
-
-def gpu_words(seconds: float) -> str:
-    """A GPU time measured by scripts/gpu_outputs.py as the documents say it."""
-    if seconds <= 45:
-        return "under a minute"
-    if seconds <= 75:
-        return "about a minute"
-    return f"about {math.ceil(seconds / 60)} minutes"
 
 
 def test_the_gpu_time_is_the_saved_runs():
@@ -162,3 +147,26 @@ def test_the_three_hour_path_has_the_learner_write_three_checked_kernels_in_time
     assert len(written) >= 3, "the three-hour path has the learner write fewer than 3 kernels"
     timed = {row[2].strip("`"): (row[0], row[1], row[3]) for row in _rows(kernels_table)}
     assert timed == written, "the path's kernels and minutes differ from the table below it"
+
+
+def test_a_lesson_run_again_says_its_new_gpu_time_everywhere(tmp_path):
+    """scripts/gpu_outputs.py's `say_gpu_time`: a new run's seconds become the words of the
+    notebook's metadata, its lesson plan and its docs/teaching.md row, and this file's
+    checks then hold (here on copies of lesson 10 and the guide)."""
+    path = REPO / "notebooks" / "10_gpu_fundamentals.ipynb"
+    notebook = nbformat.read(path, as_version=4)
+    teaching = tmp_path / "teaching.md"
+    teaching.write_text(TEACHING.read_text())
+    assert say_gpu_time(notebook, path.stem, 200, teaching) == "about 4 minutes"
+    copy = tmp_path / path.name
+    nbformat.write(notebook, copy)
+    notebook.metadata["wd_teach"]["outputs"]["seconds"] = 200
+    assert notebook.metadata["wd_teach"]["gpu"] == gpu_words(200)
+    assert TIME.search(lesson_plan(copy).replace("\n", " ")).group(2) == "about 4 minutes"
+    assert "| 55 min | about 4 minutes | about 20 s |" in teaching.read_text()
+    changed = [(old, new) for old, new in zip(TEACHING.read_text().splitlines(),
+                                              teaching.read_text().splitlines(), strict=True)
+               if old != new]
+    assert len(changed) == 1 and changed[0][1].startswith("| [10_gpu_fundamentals]")
+    with pytest.raises(ValueError, match="0 rows for 99_none"):
+        say_gpu_time(notebook, "99_none", 10, teaching)
