@@ -34,9 +34,10 @@ mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 failed=0
 
-only=",${HEADLINE_STAGES:-all},"
+asked="${HEADLINE_STAGES:-}"
+only=",${asked:-all},"
 stages="env-agents nearest env-kernels env-both env-grid rollout train warpdrive"
-for name in ${HEADLINE_STAGES//,/ }; do
+for name in ${asked//,/ }; do
   [[ " $stages " == *" $name "* ]] || {
     echo "headline.sh: no stage named '$name' in HEADLINE_STAGES; the stages: $stages" >&2
     exit 2
