@@ -8,7 +8,8 @@ against it step by step (Numba's simulator here; tests/gpu runs PyCUDA and Numba
 import numpy as np
 import pytest
 
-from wd_teach.env.consistency import check_consistency
+from wd_teach.env.consistency import check_consistency, random_action_sequence
+from wd_teach.env.wrapper import EnvWrapper
 from wd_teach.errors import EnvError
 from wd_teach_envs._tag import tag_reference
 from wd_teach_envs.tag_continuous.env import TagContinuous
@@ -51,30 +52,33 @@ def test_three_needed_catch_no_one_here():
     assert not rewards.any() and in_game.all() and left == 2
 
 
+def caught_in_the_checks_run(env, num_envs, steps, seed=0) -> int:
+    """Runners caught, all envs together, in the run check_consistency makes: the same
+    initial state (seed) and the same actions (random_action_sequence), on the reference."""
+    wrapper = EnvWrapper(env, num_envs, "numpy", seed=seed, auto_reset=False)
+    wrapper.reset()
+    before = wrapper.store.pull("runners_left").sum()
+    for actions in random_action_sequence(env, num_envs, steps, seed):
+        wrapper.step(actions)
+    return int(before - wrapper.store.pull("runners_left").sum())
+
+
+#: Games small enough that catches of two and three taggers happen within the steps: a wide
+#: reach on the continuous field, a grid of 4 x 4 cells (a catch there is a shared cell).
+CROWDED = {"tag_continuous": {"tagging_distance": 3.0}, "tag_grid": {"grid_size": 4}}
+
+
 @pytest.mark.parametrize("game", GAMES)
 @pytest.mark.parametrize("needed", [2, 3])
 def test_the_kernels_catch_together_as_the_reference_does(backend, game, needed):
     """Every array after every step is the reference's: who leaves, every tagger's pay
-    (atomic adds of one value: the same sum in any order), runners_left. A wide reach and a
-    small field, so catches of two and three happen within the steps."""
-    changes = {"tagging_distance": 3.0} if game == "tag_continuous" else {}
+    (atomic adds of one value: the same sum in any order), runners_left; in a run where
+    runners are caught, so the catch of several is what is compared."""
     env = GAMES[game](num_taggers=6, num_runners=24, num_nearest=5, episode_length=12,
-                      taggers_needed=needed, **changes)
+                      taggers_needed=needed, **CROWDED[game])
+    assert caught_in_the_checks_run(env, 3, 10) > 0
     report = check_consistency(env, ["numpy", backend], num_envs=3, steps=10)
     report.assert_ok()
-
-
-def test_the_consistency_check_sees_catches_together_happen():
-    """The game above is no empty test: its runners are caught, and never by one tagger."""
-    from wd_teach.env.wrapper import EnvWrapper
-
-    env = TagContinuous(num_taggers=6, num_runners=24, num_nearest=5, episode_length=12,
-                        taggers_needed=2, tagging_distance=3.0)
-    wrapper = EnvWrapper(env, num_envs=3, backend="numpy")
-    wrapper.reset()
-    for _ in range(10):
-        wrapper.step(wrapper.random_actions())
-    assert (wrapper.store.pull("runners_left") < 24).any()
 
 
 @pytest.mark.parametrize("needed", [0, 7, True, 1.5])
@@ -90,5 +94,6 @@ def test_the_second_pass_pays_taggers_beyond_the_first_tile(backend):
     over the whole field: every tagger takes part in every catch)."""
     env = TagContinuous(num_taggers=130, num_runners=20, num_nearest=4, episode_length=4,
                         taggers_needed=2, tagging_distance=100.0)
+    assert caught_in_the_checks_run(env, 1, 3) == 20  # all at the first step
     report = check_consistency(env, ["numpy", backend], num_envs=1, steps=3)
     report.assert_ok()
