@@ -35,6 +35,7 @@ export PYTHONUNBUFFERED=1
 failed=0
 
 asked="${HEADLINE_STAGES:-}"
+asked="${asked// /}"  # "env-both, rollout" names two stages too
 only=",${asked:-all},"
 stages="env-agents nearest env-kernels env-both env-grid rollout train warpdrive"
 for name in ${asked//,/ }; do
@@ -75,6 +76,8 @@ stage nearest 120 bench/nearest.py "$out/nearest.json" --envs "$envs" \
 if python3 -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then
   stage env-kernels 150 bench/env_kernels.py "$out/env-kernels.json" --envs "$envs" \
     --agents 1000 --backends "$one" --steps 20
+else
+  echo "=== env-kernels: skipped (torch sees no CUDA GPU: the profile is of GPU kernels)"
 fi
 stage env-both 240 $(bench env --envs "$envs" --agents 1000 --backend "$both" \
   --iterations 20 --set "$search" --out "$out/env-both.json")
@@ -91,5 +94,7 @@ if [ -d "$anchor" ]; then  # WarpDrive into /tmp/site, as the anchor's run_warpd
       "$anchor"/gym-0.26.2.tar.gz >/dev/null 2>&1
   }
   stage warpdrive 150 "$anchor/warpdrive_tag.py" pycuda "$envs" 10 990 100 3
+else
+  echo "=== warpdrive: skipped (no WarpDrive anchor at $anchor)"
 fi
 exit "$failed"

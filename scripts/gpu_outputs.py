@@ -10,7 +10,8 @@ torch, numba-cuda and PyCUDA, the backend, the date and a short hash of each cod
 source: a reader on GitHub or in the book then sees the numbers of a real run, and knows
 where they came from, and a test sees when a cell changed after that run. The run's time,
 in words, goes where the lesson's GPU time is said: its metadata, its lesson plan and its row
-of docs/teaching.md (rewritten in place). nbval still runs the saved notebooks on a CPU,
+of the teacher's guide, a copy of docs/teaching.md written to --out beside the notebooks
+(copy it over docs/teaching.md with them). nbval still runs the saved notebooks on a CPU,
 where outputs that vary are not compared (--nbval-lax).
 """
 
@@ -24,6 +25,7 @@ import io
 import json
 import os
 import re
+import shutil
 import sys
 import time
 from importlib import metadata
@@ -31,7 +33,7 @@ from pathlib import Path
 
 import nbformat
 from colab_cells import notebook_text  # scripts/, beside this file
-from lesson_times import say_gpu_time
+from lesson_times import TEACHING, say_gpu_time
 from nbclient import NotebookClient
 
 
@@ -106,8 +108,17 @@ def run(path: Path, out: Path, backend: str, cell_timeout: int) -> float:
     shrink_animations(notebook)
     notebook.metadata.setdefault("wd_teach", {})["outputs"] = {
         **provenance(backend), "seconds": round(seconds), "code_cells": code_stamps(notebook)}
-    # the new time in words: the notebook's metadata and lesson plan, docs/teaching.md's row
-    say_gpu_time(notebook, path.stem, round(seconds))
+    # the new time in words: the notebook's metadata and lesson plan, and its row of the
+    # guide, a copy of docs/teaching.md beside the notebooks written (a finished run is
+    # saved even where the words cannot be placed)
+    guide = out.parent / TEACHING.name
+    if not guide.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(TEACHING, guide)
+    try:
+        say_gpu_time(notebook, path.stem, round(seconds), guide)
+    except ValueError as error:
+        print(f"{path.name}: its GPU time is not said in words: {error}", file=sys.stderr)
     out.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, out)
     # as every notebook in the repo is written (scripts/colab_cells.py), so a diff shows outputs

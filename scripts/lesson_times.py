@@ -4,7 +4,8 @@ A notebook's times have one source, its metadata (`metadata.wd_teach`): `gpu` is
 seconds of the GPU run whose outputs it carries (`outputs.seconds`) in words, and the lesson
 plan (the cell after the title) and docs/teaching.md's table say the same words;
 tests/test_lesson_plans.py holds them to it. scripts/gpu_outputs.py calls `say_gpu_time`
-after each run, so a lesson run again on a GPU says its new time everywhere at once.
+after each run (on a copy of the guide beside the notebooks it writes), so a lesson run again
+on a GPU says its new time everywhere at once.
 """
 
 from __future__ import annotations

@@ -330,7 +330,8 @@ def test_the_headline_script_runs_every_stage_and_writes_its_rows(tmp_path):
     import subprocess
 
     repo = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "HEADLINE_ENVS": "2", "HEADLINE_BACKEND": "numpy",
+    env = {**{k: v for k, v in os.environ.items() if k != "HEADLINE_STAGES"},  # all of them
+           "HEADLINE_ENVS": "2", "HEADLINE_BACKEND": "numpy",
            "HEADLINE_BACKENDS": "numpy", "TRAIN_STEPS": "4",
            "NEAREST_BACKENDS": "numba", "NEAREST_AGENTS": "40"}  # Numba's simulator
     done = subprocess.run(["bash", str(repo / "bench" / "headline.sh"), str(tmp_path), "none"],
@@ -361,8 +362,9 @@ def test_the_headline_script_runs_only_the_stages_asked_and_refuses_an_unknown_o
     assert done.returncode == 0, done.stdout + done.stderr
     assert "env-both: exit 0" in done.stdout
     assert "=== rollout: not in HEADLINE_STAGES, skipped" in done.stdout
+    assert "=== warpdrive: skipped (no WarpDrive anchor at none)" in done.stdout
     assert sorted(p.name for p in tmp_path.glob("*.json")) == ["env-both.json"]
-    env["HEADLINE_STAGES"] = "env-both,rolout"
+    env["HEADLINE_STAGES"] = "env-both, rolout"  # spaces after commas are no part of a name
     done = subprocess.run(["bash", str(repo / "bench" / "headline.sh"), str(tmp_path), "none"],
                           cwd=repo, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "no stage named 'rolout'" in done.stderr

@@ -151,19 +151,24 @@ def test_the_three_hour_path_has_the_learner_write_three_checked_kernels_in_time
 
 def test_a_lesson_run_again_says_its_new_gpu_time_everywhere(tmp_path):
     """scripts/gpu_outputs.py's `say_gpu_time`: a new run's seconds become the words of the
-    notebook's metadata, its lesson plan and its docs/teaching.md row, and this file's
-    checks then hold (here on copies of lesson 10 and the guide)."""
+    notebook's metadata, its lesson plan and its row of the guide, and this file's checks then
+    hold on them (here on copies of lesson 10 and the guide), the other rows unchanged."""
     path = REPO / "notebooks" / "10_gpu_fundamentals.ipynb"
     notebook = nbformat.read(path, as_version=4)
+    notebook.metadata["wd_teach"]["outputs"]["seconds"] = 200  # as gpu_outputs.py sets it
     teaching = tmp_path / "teaching.md"
     teaching.write_text(TEACHING.read_text())
     assert say_gpu_time(notebook, path.stem, 200, teaching) == "about 4 minutes"
     copy = tmp_path / path.name
     nbformat.write(notebook, copy)
-    notebook.metadata["wd_teach"]["outputs"]["seconds"] = 200
-    assert notebook.metadata["wd_teach"]["gpu"] == gpu_words(200)
-    assert TIME.search(lesson_plan(copy).replace("\n", " ")).group(2) == "about 4 minutes"
-    assert "| 55 min | about 4 minutes | about 20 s |" in teaching.read_text()
+    meta = json.loads(copy.read_text(encoding="utf-8"))["metadata"]["wd_teach"]
+    assert meta["gpu"] == gpu_words(meta["outputs"]["seconds"]) != gpu_words(75)
+    found = TIME.search(lesson_plan(copy).replace("\n", " "))
+    assert found.groups() == times(copy)
+    rows = {match[0]: match[1:] for match in re.findall(
+        r"^\| \[(\d\d_\w+)\]\(\.\./notebooks/\1\.ipynb\) \| (\d+) min \| (.+?) \| (.+?) \|$",
+        teaching.read_text(), re.MULTILINE)}
+    assert rows[path.stem] == times(copy)
     changed = [(old, new) for old, new in zip(TEACHING.read_text().splitlines(),
                                               teaching.read_text().splitlines(), strict=True)
                if old != new]

@@ -61,7 +61,8 @@ def test_a_stamped_lessons_code_is_the_code_that_made_its_outputs(notebook):
     """scripts/gpu_outputs.py saves a hash of each code cell's source with the outputs: a
     cell changed after that run shows outputs its code no longer makes, so the lesson is run
     again on a GPU. (Lessons saved before the hashes existed carry none; the next run adds
-    them.)"""
+    them. A cell that prints a file of the repository, a kernel's source say, goes stale
+    unseen when only the file changes: the hash is of the cell's own text.)"""
     stamps = notebook.metadata.get("wd_teach", {}).get("outputs", {}).get("code_cells")
     if stamps is None:
         return

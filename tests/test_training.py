@@ -195,6 +195,9 @@ def test_a_checkpoint_from_a_gpu_is_refused_on_the_cpu_with_what_to_do(tmp_path)
         trainer.load_state_dict(state, where="gpu.safetensors")
     assert torch.equal(trainer.state_dict()["generator"], before["generator"])
     trainer.load_state_dict(before)  # the CPU's own state still loads
+    state["generator"] = torch.tensor(7, dtype=torch.uint8)  # damaged: no state of any device
+    with pytest.raises(TrainError, match="generator is"):
+        trainer.load_state_dict(state, where="damaged.safetensors")
 
 # -- the command line ---------------------------------------------------------------------------
 

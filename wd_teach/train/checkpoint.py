@@ -227,8 +227,8 @@ def _check_generator(mine, theirs, path) -> None:
     """The sampling generator's state is the device's own kind: a checkpoint trained on a GPU
     cannot go on, number for number, in a trainer on the CPU (or the other way round)."""
     where = {size: device for device, size in GENERATOR_BYTES.items()}
-    saved = where.get(tuple(theirs.shape)[0]) if isinstance(theirs, torch.Tensor) else None
-    here = where.get(tuple(mine.shape)[0])
+    saved = where.get(theirs.numel()) if isinstance(theirs, torch.Tensor) else None
+    here = where.get(mine.numel())
     if saved and here and saved != here:
         raise TrainError(
             f"{path} was trained on {saved} and this trainer runs on {here}: its random "
