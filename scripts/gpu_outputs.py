@@ -111,15 +111,14 @@ def run(path: Path, out: Path, backend: str, cell_timeout: int) -> float:
     # the new time in words: the notebook's metadata and lesson plan, and its row of the
     # guide, a copy of docs/teaching.md beside the notebooks written (a finished run is
     # saved even where the words cannot be placed)
+    out.parent.mkdir(parents=True, exist_ok=True)
     guide = out.parent / TEACHING.name
     if not guide.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(TEACHING, guide)
     try:
         say_gpu_time(notebook, path.stem, round(seconds), guide)
     except ValueError as error:
         print(f"{path.name}: its GPU time is not said in words: {error}", file=sys.stderr)
-    out.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, out)
     # as every notebook in the repo is written (scripts/colab_cells.py), so a diff shows outputs
     out.write_text(notebook_text(json.loads(out.read_text(encoding="utf-8"))), encoding="utf-8")

@@ -75,10 +75,15 @@ def test_every_notebook_opens_with_objectives_prerequisites_and_time(path):
         f"{path.name}: the lesson plan says {found.groups()}, its metadata {times(path)}")
 
 
-def test_the_teachers_guide_times_are_the_notebooks_times():
-    rows = {match[0]: match[1:] for match in re.findall(
+def guide_rows(text: str) -> dict[str, tuple[str, str, str]]:
+    """docs/teaching.md's time table: notebook stem -> (minutes, GPU, CPU) as written."""
+    return {match[0]: match[1:] for match in re.findall(
         r"^\| \[(\d\d_\w+)\]\(\.\./notebooks/\1\.ipynb\) \| (\d+) min \| (.+?) \| (.+?) \|$",
-        TEACHING.read_text(), re.MULTILINE)}
+        text, re.MULTILINE)}
+
+
+def test_the_teachers_guide_times_are_the_notebooks_times():
+    rows = guide_rows(TEACHING.read_text())
     assert sorted(rows) == [p.stem for p in NOTEBOOKS], "docs/teaching.md's time table"
     for path in NOTEBOOKS:
         assert rows[path.stem] == times(path), (
@@ -165,9 +170,7 @@ def test_a_lesson_run_again_says_its_new_gpu_time_everywhere(tmp_path):
     assert meta["gpu"] == gpu_words(meta["outputs"]["seconds"]) != gpu_words(75)
     found = TIME.search(lesson_plan(copy).replace("\n", " "))
     assert found.groups() == times(copy)
-    rows = {match[0]: match[1:] for match in re.findall(
-        r"^\| \[(\d\d_\w+)\]\(\.\./notebooks/\1\.ipynb\) \| (\d+) min \| (.+?) \| (.+?) \|$",
-        teaching.read_text(), re.MULTILINE)}
+    rows = guide_rows(teaching.read_text())
     assert rows[path.stem] == times(copy)
     changed = [(old, new) for old, new in zip(TEACHING.read_text().splitlines(),
                                               teaching.read_text().splitlines(), strict=True)
