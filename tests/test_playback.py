@@ -144,9 +144,13 @@ def test_the_shipped_demo_loads_small_and_plays():
 def test_the_shipped_demo_holds_a_whole_training_run():
     """Not only its policies: every part a trainer of its config has (the statistics' running
     sums among them), so on a GPU it goes on training (tests/gpu/test_training_gpu.py). On the
-    CPU only its GPU generator stops it, and the message says where to resume."""
+    CPU only its GPU generator stops it, and the message says where to resume. The trainer
+    here is a CPU one on any machine: the NumPy backend (with none named, a GPU machine's
+    trainer takes PyCUDA, on the GPU, and there the generator fits)."""
     state = read_checkpoint(pretrained_checkpoint("tag_demo"))
+    state["config"]["env"]["backend"] = "numpy"
     trainer = Trainer(state["config"], gpu=False)
+    assert trainer.device.type == "cpu"
     with pytest.raises(TrainError, match="trained on a GPU and this trainer runs on the CPU"):
         trainer.load_state_dict(state, where="tag_demo")
     state["generator"] = trainer.generator.get_state()  # the one part of a device's own kind
