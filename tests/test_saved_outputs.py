@@ -60,12 +60,13 @@ def test_no_saved_output_is_an_error(notebook):
 def test_a_stamped_lessons_code_is_the_code_that_made_its_outputs(notebook):
     """scripts/gpu_outputs.py saves a hash of each code cell's source with the outputs: a
     cell changed after that run shows outputs its code no longer makes, so the lesson is run
-    again on a GPU. (Lessons saved before the hashes existed carry none; the next run adds
-    them. A cell that prints a file of the repository, a kernel's source say, goes stale
-    unseen when only the file changes: the hash is of the cell's own text.)"""
+    again on a GPU. (A cell that prints a file of the repository, a kernel's source say,
+    changes output when only the file changes, which the hash of the cell's own text cannot
+    see: nbval compares those, test_cells_that_print_the_repositorys_code_are_compared.)"""
     stamps = notebook.metadata.get("wd_teach", {}).get("outputs", {}).get("code_cells")
-    if stamps is None:
-        return
+    assert stamps is not None, (
+        "its outputs carry no hashes of the code that made them: run scripts/gpu_outputs.py "
+        "on a GPU machine")
     cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
     now = [hashlib.sha256("".join(cell.source).encode()).hexdigest()[:12] for cell in cells]
     assert len(now) == len(stamps), (
@@ -77,6 +78,21 @@ def test_a_stamped_lessons_code_is_the_code_that_made_its_outputs(notebook):
     assert not changed, (
         f"changed since its outputs were made, {'; '.join(changed)}: run "
         "scripts/gpu_outputs.py on a GPU machine")
+
+
+PRINTS_CODE = ("cuda_function(", "python_function(", "getsource(", ".read_text(")
+
+
+def test_cells_that_print_the_repositorys_code_are_compared(notebook):
+    """A cell that prints a kernel, a function or a file of the repository shows the same
+    text on any machine, so nbval compares its saved output with what the CPU run prints
+    (the tag `nbval-check-output`; every other output varies and is not compared): when the
+    code it prints has changed since the GPU run, CI fails and names the cell."""
+    untagged = [f"code cell {i}: {(cell.source.splitlines() or [''])[0]!r}"
+                for i, cell in enumerate(c for c in notebook.cells if c.cell_type == "code")
+                if "print(" in cell.source and any(mark in cell.source for mark in PRINTS_CODE)
+                and "nbval-check-output" not in cell.metadata.get("tags", [])]
+    assert not untagged, f"prints the repository's code, untagged: {'; '.join(untagged)}"
 
 
 def test_the_stamp_names_a_changed_cell():
