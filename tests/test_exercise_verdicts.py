@@ -23,6 +23,7 @@ from exercise_answers import (
     without_pycuda,
 )
 
+import wd_teach
 from wd_teach.exercises import lesson_02, lesson_03, lesson_04, lesson_05, lesson_06
 from wd_teach.exercises.verdict import Verdict, not_yet, verdict_of
 from wd_teach.lessons.demo import DEMO_CUDA_C
@@ -56,10 +57,35 @@ def test_no_checker_returns_true_when_the_cuda_c_half_did_not_run(
 
 def test_lesson_02s_move_without_dt_or_guard_is_not_passed_without_a_gpu(monkeypatch, capsys):
     """A learner's report: a right Numba kernel and a CUDA C move with no dt and no guard
-    printed "Checked only in part" yet returned True."""
+    printed "Checked only in part" yet returned True. Now it is never true; on a machine with
+    no GPU the CUDA C half runs on the CPU (wd_teach/backends/host_c.py) and is found wrong,
+    so the solution cell's assert there (`verdict.passed_here`) fails on it too."""
     without_pycuda(monkeypatch)
     verdict = lesson_02.check_move_kernel(right_move, MOVE_C_WITHOUT_DT_OR_GUARD, "numba")
-    assert not verdict and "Checked only in part" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert not verdict
+    if wd_teach.discover().has_gpu:  # a GPU without PyCUDA: the CUDA C is compiled only
+        assert "Checked only in part" in out
+    else:
+        assert not verdict.passed_here, out
+        assert "CUDA C kernel, run on the CPU" in out and "wrote past the end of pos" in out
+
+
+@pytest.mark.skipif(wd_teach.discover().has_gpu, reason="on a GPU the CUDA C half runs there")
+def test_lesson_02s_cuda_c_runs_on_the_cpu_where_no_gpu_is(capsys):
+    """Without a GPU the CUDA C half is run, not only compiled: a guarded move that forgets
+    dt is found wrong by its numbers, and a right one is right there but still not a verdict
+    on the whole (its threads never ran at once)."""
+    no_dt = DEMO_CUDA_C.replace("vel[i] * dt", "vel[i]")
+    assert no_dt != DEMO_CUDA_C
+    verdict = lesson_02.check_move_kernel(right_move, no_dt, "numba")
+    out = capsys.readouterr().out
+    assert not verdict.passed_here and "positions are off" in out, out
+    verdict = lesson_02.check_move_kernel(right_move, DEMO_CUDA_C, "numba")
+    out = capsys.readouterr().out
+    assert not verdict and verdict.passed_here, out
+    assert dict(verdict.not_run).keys() == {"CUDA C kernel on a GPU"}
+    assert "CUDA C kernel, run on the CPU: ran on cpu" in out and "All right" not in out
 
 
 def test_a_verdict_is_true_only_when_every_part_ran_and_was_right():

@@ -151,9 +151,13 @@ def test_move_accepts_the_right_kernels(backend, capsys):
     out = capsys.readouterr().out
     if "pycuda" in wd_teach.discover().backends:
         assert "All right" in out
-    else:  # the CUDA C half was compiled at most: the checker must not call the whole right
+    else:  # the CUDA C half did not run on a GPU: the checker must not call the whole right
         assert "All right" not in out
-        assert "NOT checked: what the CUDA C kernel computes, since it was not run" in out
+        if wd_teach.discover().has_gpu:  # a GPU without PyCUDA: compiled at most
+            assert "NOT checked: what the CUDA C kernel computes, since it was not run" in out
+        else:  # no GPU: run on the CPU, one thread after another
+            assert "CUDA C kernel, run on the CPU: ran on cpu" in out
+            assert "NOT checked: the CUDA C kernel on a GPU" in out
 
 
 @pytest.mark.parametrize("kernel, hint", [
@@ -221,16 +225,19 @@ def test_move_rejects_the_starters_empty_cuda_c_body(capsys):
 
 
 @no_gpu_path
+@pytest.mark.skipif(wd_teach.discover().has_gpu, reason="a GPU without PyCUDA compiles the CUDA "
+                    "C only; this checks the machine with no GPU, where it runs on the CPU")
 @pytest.mark.parametrize("source", [
     DEMO_CUDA_C.replace("pos[i] += vel[i] * dt;", "pos[threadIdx.x] -= vel[i] * dt * 7;"),
     DEMO_CUDA_C.replace("if (agent >= num_agents) return;", ""),
     MOVE_C_WITHOUT_DT_OR_GUARD,
 ])
 def test_wrong_cuda_c_arithmetic_without_a_gpu_is_never_called_right(source, capsys):
-    """A wrong body compiles; without a GPU it cannot run, and the verdict says so instead
-    of calling the whole right: it is not True, so the solution cell's assert fails on it."""
+    """A wrong body compiles; without a GPU it runs on the CPU, one thread after another
+    (wd_teach/backends/host_c.py), and is found wrong there: neither the verdict nor
+    `passed_here` holds, so the solution cell's assert fails on it on a CPU too."""
     verdict = lesson_02.check_move_kernel(right_move, source, "numba")
-    assert not verdict and verdict.passed_here
     out = capsys.readouterr().out
-    assert "All right" not in out and "Checked only in part" in out
-    assert "NOT checked: what the CUDA C kernel computes" in out
+    assert not verdict and not verdict.passed_here, out
+    assert "All right" not in out and "CUDA C kernel, run on the CPU" in out
+    assert "Not yet: see above what is wrong with the CUDA C kernel." in out

@@ -19,12 +19,15 @@ for all lessons.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from wd_teach import backends, cuda_c
+from wd_teach.backends.host_c import HOST_C
 from wd_teach.device import choose_backend, discover, nvcc_path
 from wd_teach.errors import WdTeachError
 from wd_teach.exercises.verdict import Verdict
@@ -58,14 +61,18 @@ def why_pycuda_cannot_run() -> str:
 
 
 def check_halves(backend: str | None, run: Callable[[str, str], bool | str],
-                 check_unrun_cuda_c: Callable[[], bool], whole: str) -> Verdict:
+                 check_unrun_cuda_c: Callable[[], bool], whole: str, *,
+                 on_the_cpu: bool = False) -> Verdict:
     """Check the Numba and the CUDA C half of an exercise, the notebook's backend first.
 
     `run(backend, label)` runs one half beside the NumPy reference and prints what it found
     (True: right; a sentence: part of it could not be checked here, and why). Where PyCUDA
     cannot run, `check_unrun_cuda_c()` checks what can be checked without running it (True:
-    nothing found wrong): the half then counts as not run, never as right.
-    `whole` is what "All right" vouches for."""
+    nothing found wrong): the half then counts as not run, never as right. With
+    `on_the_cpu` (the exercise's kernels wait at no barrier), on a machine with no GPU the
+    CUDA C half then also runs on the CPU (`run(HOST_C, ...)`, wd_teach/backends/host_c.py),
+    so what it computes is checked: found wrong there, it is wrong; right there, it still
+    counts as not run on a GPU. `whole` is what "All right" vouches for."""
     backend = choose_backend(backend)
     tally = Tally()
     for half in [backend, *(b for b in LABELS if b != backend)]:
@@ -76,6 +83,9 @@ def check_halves(backend: str | None, run: Callable[[str, str], bool | str],
                 tally.not_run[label] = outcome
             else:
                 (tally.right if outcome else tally.wrong).append(label)
+        elif half.reads_cuda_c and on_the_cpu and not discover().has_gpu and HOST_C.usable(
+                None):
+            _run_on_the_cpu(run, check_unrun_cuda_c, label, tally)
         elif half.reads_cuda_c:
             if check_unrun_cuda_c():
                 tally.not_run[label] = why_pycuda_cannot_run()
@@ -86,6 +96,28 @@ def check_halves(backend: str | None, run: Callable[[str, str], bool | str],
             print(f"{label}: NOT run, because {reason}.")
             tally.not_run[label] = reason
     return verdict(tally, whole)
+
+
+def _run_on_the_cpu(run, check_unrun_cuda_c, label: str, tally: Tally) -> None:
+    """The CUDA C half where no GPU is: bound to the store and compiled by nvcc (what that
+    printed is shown only when it found something wrong), then run on the CPU."""
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):
+        well_formed = check_unrun_cuda_c()
+    if not well_formed:
+        print(said.getvalue(), end="")
+        tally.wrong.append(label)
+        return
+    outcome = run(HOST_C, f"{label}, run on the CPU")
+    if outcome is True:
+        tally.not_run[f"{label} on a GPU"] = (
+            f"{why_pycuda_cannot_run()}; it ran on the CPU instead, one thread after another, "
+            "and was right there, but only a GPU runs the threads at once, where a race or a "
+            "missing barrier shows")
+    elif outcome is False:
+        tally.wrong.append(label)
+    else:
+        tally.not_run[label] = outcome
 
 
 def verdict(tally: Tally, whole: str) -> Verdict:

@@ -55,12 +55,13 @@ def check_move_kernel(numba_kernel, cuda_c_source, backend: str) -> Verdict:
     if numba_kernel is None or cuda_c_source is None:
         print("Not yet: write both the Numba kernel and the CUDA C source.")
         return not_yet()
-    halves = {"numba": numba_kernel, "pycuda": cuda_c_source}
+    halves = {False: numba_kernel, True: cuda_c_source}  # by whether the half is CUDA C
     return check_halves(
-        backend, lambda half, label: _run_both_shapes(halves[half], half, label),
+        backend, lambda half, label: _run_both_shapes(halves[half.reads_cuda_c], half, label),
         lambda: compile_only(cuda_c_source, make_store(),
                              f"the parameters are {PARAMETERS}, named as in the store."),
-        "every agent moved by vel * dt, in every environment, in both languages.")
+        "every agent moved by vel * dt, in every environment, in both languages.",
+        on_the_cpu=True)
 
 
 def _run_both_shapes(kernel, backend: str, label: str) -> bool:
