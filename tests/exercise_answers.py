@@ -29,6 +29,16 @@ def without_pycuda(monkeypatch) -> None:
     monkeypatch.setattr(cuda_c_check, "discover", lambda: report)
 
 
+def says_the_cuda_c_did_not_run_on_a_gpu(out: str) -> bool:
+    """What a checker prints for a right CUDA C half it could not run on a GPU: where no GPU
+    is, that it ran on the CPU (wd_teach/backends/host_c.py) and still awaits a GPU; where a
+    GPU is without PyCUDA, that what it computes was not checked."""
+    if wd_teach.discover().has_gpu:
+        return "NOT checked: what the CUDA C kernel computes, since it was not run" in out
+    return ("CUDA C kernel, run on the CPU" in out
+            and "NOT checked: the CUDA C kernel on a GPU" in out)
+
+
 def right_where_it_ran(verdict) -> bool:
     """What a right answer's verdict must be: every half that ran was right, and the verdict
     as a whole is true exactly where both halves ran (PyCUDA here)."""

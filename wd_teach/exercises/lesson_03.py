@@ -107,10 +107,10 @@ def check_draw_kernels(numba_kernel, cuda_c_source, backend: str | None = None) 
     if numba_kernel is None or cuda_c_source is None:
         print("Not yet: write both the Numba kernel and the CUDA C source of draw_actions.")
         return not_yet()
-    halves = {"numba": numba_kernel, "pycuda": cuda_c_source}
+    halves = {False: numba_kernel, True: cuda_c_source}  # by: is the half CUDA C?
 
     def run(half: str, label: str) -> bool | str:
-        if not _run(halves[half], half, label):
+        if not _run(halves[half.reads_cuda_c], half, label):
             return False
         if half.reads_cuda_c:
             return True
@@ -121,7 +121,7 @@ def check_draw_kernels(numba_kernel, cuda_c_source, backend: str | None = None) 
         backend, run,
         lambda: _check_unrun(cuda_c_source),
         f"every agent drew the sampler's action, on {len(TRAPS)} traps and random rows, in "
-        "both languages.")
+        "both languages.", on_the_cpu=True)
 
 
 #: The kernel's arguments as a GPU compiles them: probs, u, actions, num_actions, num_agents.

@@ -64,9 +64,10 @@ def check_reset(numba_kernels, cuda_c_source, backend: str | None = None) -> Ver
     if not isinstance(cuda_c_source, str) or "reset_rows" not in cuda_c_source:
         print("Not yet: write the CUDA C source of reset_rows and clear_done as a string.")
         return not_yet()
-    halves = {"numba": list(numba_kernels), "pycuda": cuda_c_source}
-    return check_halves(backend, lambda half, label: _run_cases(halves[half], half, label),
-                        lambda: _check_unrun(cuda_c_source), WHOLE)
+    halves = {False: list(numba_kernels), True: cuda_c_source}  # by: is the half CUDA C?
+    return check_halves(backend,
+                        lambda half, label: _run_cases(halves[half.reads_cuda_c], half, label),
+                        lambda: _check_unrun(cuda_c_source), WHOLE, on_the_cpu=True)
 
 
 def _check_unrun(source: str) -> bool:

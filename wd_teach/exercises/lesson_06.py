@@ -25,6 +25,7 @@ import numpy as np
 
 from wd_teach import cuda_c
 from wd_teach._simulator import simulator_on
+from wd_teach.backends.host_c import HOST_C
 from wd_teach.data import DataStore
 from wd_teach.errors import WdTeachError
 from wd_teach.exercises.atomics import atomic_targets
@@ -150,9 +151,11 @@ def check_catch(numba_kernel, cuda_c_source, backend: str | None = None) -> Verd
     if not isinstance(cuda_c_source, str) or "catch_runners" not in cuda_c_source:
         print("Not yet: write the CUDA C source of catch_runners as a string.")
         return not_yet()
-    halves = {"numba": numba_kernel, "pycuda": cuda_c_source}
-    return check_halves(backend, lambda half, label: _run_catch(halves[half], half, label),
-                        lambda: _check_unrun_catch(cuda_c_source), CATCH_WHOLE)
+    halves = {False: numba_kernel, True: cuda_c_source}  # by: is the half CUDA C?
+    return check_halves(backend,
+                        lambda half, label: _run_catch(halves[half.reads_cuda_c], half, label),
+                        lambda: _check_unrun_catch(cuda_c_source), CATCH_WHOLE,
+                        on_the_cpu=True)
 
 
 def _run_catch(kernel, backend: str, label: str) -> bool | str:
@@ -162,7 +165,9 @@ def _run_catch(kernel, backend: str, label: str) -> bool | str:
         counted = _counted_with_an_atomic(kernel, label)
         if counted is not True:
             return counted
-    where = "under the simulator" if simulator_on() and not backend.reads_cuda_c else "on the GPU"
+    where = ("on the CPU, one thread at a time" if backend == HOST_C else
+             "under the simulator" if simulator_on() and not backend.reads_cuda_c else
+             "on the GPU")
     print(f"{label}: ran on {backend} ({where}), a crowd over three blocks included: right.")
     return True
 
