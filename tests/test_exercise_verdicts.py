@@ -16,6 +16,7 @@ from exercise_answers import (
     RESET_C,
     RIGHT_RESET,
     SPACING_CU,
+    cuda_c_runs_on_the_cpu,
     make_catch,
     make_draw_kernel,
     make_parking_step,
@@ -23,7 +24,6 @@ from exercise_answers import (
     without_pycuda,
 )
 
-import wd_teach
 from wd_teach.exercises import lesson_02, lesson_03, lesson_04, lesson_05, lesson_06
 from wd_teach.exercises.verdict import Verdict, not_yet, verdict_of
 from wd_teach.lessons.demo import DEMO_CUDA_C
@@ -64,14 +64,15 @@ def test_lesson_02s_move_without_dt_or_guard_is_not_passed_without_a_gpu(monkeyp
     verdict = lesson_02.check_move_kernel(right_move, MOVE_C_WITHOUT_DT_OR_GUARD, "numba")
     out = capsys.readouterr().out
     assert not verdict
-    if wd_teach.discover().has_gpu:  # a GPU without PyCUDA: the CUDA C is compiled only
+    if not cuda_c_runs_on_the_cpu():  # a GPU without PyCUDA: the CUDA C is compiled only
         assert "Checked only in part" in out
     else:
         assert not verdict.passed_here, out
         assert "CUDA C kernel, run on the CPU" in out and "wrote past the end of pos" in out
 
 
-@pytest.mark.skipif(wd_teach.discover().has_gpu, reason="on a GPU the CUDA C half runs there")
+@pytest.mark.skipif(not cuda_c_runs_on_the_cpu(),
+                    reason="on a GPU the CUDA C half runs there; with no C++ compiler, nowhere")
 def test_lesson_02s_cuda_c_runs_on_the_cpu_where_no_gpu_is(capsys):
     """Without a GPU the CUDA C half is run, not only compiled: a guarded move that forgets
     dt is found wrong by its numbers, and a right one is right there but still not a verdict

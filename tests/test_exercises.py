@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from exercise_answers import MOVE_C_WITHOUT_DT_OR_GUARD, right_where_it_ran
+from exercise_answers import MOVE_C_WITHOUT_DT_OR_GUARD, cuda_c_runs_on_the_cpu, right_where_it_ran
 from numba import cuda
 
 import wd_teach
@@ -153,7 +153,7 @@ def test_move_accepts_the_right_kernels(backend, capsys):
         assert "All right" in out
     else:  # the CUDA C half did not run on a GPU: the checker must not call the whole right
         assert "All right" not in out
-        if wd_teach.discover().has_gpu:  # a GPU without PyCUDA: compiled at most
+        if not cuda_c_runs_on_the_cpu():  # a GPU without PyCUDA: compiled at most
             assert "NOT checked: what the CUDA C kernel computes, since it was not run" in out
         else:  # no GPU: run on the CPU, one thread after another
             assert "CUDA C kernel, run on the CPU: ran on cpu" in out
@@ -225,8 +225,8 @@ def test_move_rejects_the_starters_empty_cuda_c_body(capsys):
 
 
 @no_gpu_path
-@pytest.mark.skipif(wd_teach.discover().has_gpu, reason="a GPU without PyCUDA compiles the CUDA "
-                    "C only; this checks the machine with no GPU, where it runs on the CPU")
+@pytest.mark.skipif(not cuda_c_runs_on_the_cpu(), reason="a GPU without PyCUDA compiles the "
+                    "CUDA C only; this checks the machine with no GPU, where it runs on the CPU")
 @pytest.mark.parametrize("source", [
     DEMO_CUDA_C.replace("pos[i] += vel[i] * dt;", "pos[threadIdx.x] -= vel[i] * dt * 7;"),
     DEMO_CUDA_C.replace("if (agent >= num_agents) return;", ""),
