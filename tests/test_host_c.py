@@ -76,3 +76,14 @@ def test_a_store_on_a_gpu_is_refused_before_any_launch():
     launcher.load(DEMO_CUDA_C)
     with pytest.raises(LaunchError, match="store on the CPU"):
         HOST_C.launch_call(("move", None), (), torch.device("cuda"))
+
+
+def test_the_doctor_names_the_compiler_where_no_gpu_is():
+    import wd_teach
+
+    report = wd_teach.discover()
+    rows = {row.piece: row for row in report.rows}
+    if report.has_gpu:
+        assert "C++ compiler" not in rows  # on a GPU the CUDA C runs there
+    else:
+        assert rows["C++ compiler"].found == compiler()

@@ -251,6 +251,14 @@ def discover() -> Report:
             "(the same results, one more pass over memory); CUDA builds of torch bring it"
             if gpu_name else "used on a GPU only"),
     ]
+    if not gpu_name:  # where the exercises' checkers run CUDA C on the CPU
+        from wd_teach.backends.host_c import compiler
+
+        cxx = compiler()
+        rows.append(Row(
+            "C++ compiler", True if cxx else None, cxx or "not found",
+            "" if cxx else "optional: with one (apt-get install g++) the exercises' checkers "
+            "run your CUDA C on the CPU; without, they compile it only"))
     if gpu_name and driver and toolkit and toolkit > driver:
         rows.append(Row(
             "Numba's CUDA", False,
