@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -152,6 +153,13 @@ class HostCBackend(KernelBackend):
             function.restype = ctypes.c_int
             loaded[name] = ((name, function), params)
         return loaded
+
+    def env_kernels(self, env) -> list[tuple[object, tuple]]:
+        return [(source, env.include_dirs()) for source in env.cuda_sources()]
+
+    def layer_kernels(self, package: str) -> Path:
+        folder = importlib.util.find_spec(package).submodule_search_locations[0]
+        return Path(folder) / "kernels.cu"
 
     def array_argument(self, tensor: torch.Tensor) -> int:
         return tensor.data_ptr()

@@ -188,7 +188,8 @@ def check_parking_step(numba_kernel, cuda_c_source, backend: str | None = None) 
         lambda half, label: _run_beside_reference(numba_kernel, cuda_c_source, half, label),
         lambda: compile_only(cuda_c_source, EnvWrapper(ParkingLine(), 1, "numpy").store,
                              f"the parameters are {PARAMETERS}.", name="parking_step"),
-        "the particles park, in every environment, on every step, in both languages.")
+        "the particles park, in every environment, on every step, in both languages.",
+        on_the_cpu=True)
 
 
 def _run_beside_reference(numba_kernel, cuda_c_source, backend: str, label: str) -> bool:
