@@ -235,3 +235,18 @@ def test_the_installed_wheel_runs_doctor_and_trains_outside_the_checkout(wheel, 
     assert run.returncode == 0, run.stdout + run.stderr
     assert {"config.yaml", "metrics.csv", "checkpoint.safetensors"} <= {
         p.name for p in (tmp_path / "run").iterdir()}
+
+
+def test_compute_sanitizer_has_an_extra_for_each_driver_line():
+    """Lesson 10's compute-sanitizer from pip, where no toolkit brings it: NVIDIA's 13.x wheel
+    for a CUDA 13 driver, the -cu12 one for older drivers (Colab's), each an extra that the
+    message for a missing tool names."""
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    wants = {"sanitizer": ("nvidia-cuda-sanitizer-api", "13.4.92", "12.9.0"),
+             "sanitizer-cu12": ("nvidia-cuda-sanitizer-api-cu12", "12.9.79", "13.0.0")}
+    for extra, (name, fits, not_fits) in wants.items():
+        (requirement,) = map(Requirement, extras[extra])
+        assert requirement.name == name
+        assert fits in requirement.specifier and not_fits not in requirement.specifier
+    source = (REPO / "wd_teach" / "fundamentals" / "sanitizer.py").read_text()
+    assert "wd-teach[sanitizer]" in source and "wd-teach[sanitizer-cu12]" in source

@@ -119,7 +119,9 @@ def _under_tool(tool: str, arguments: list[str],
     if sanitizer is None:
         raise FileNotFoundError(
             "compute-sanitizer is not on this machine: it comes with the CUDA toolkit, or "
-            "`python -m pip install nvidia-cuda-sanitizer-api` (it needs an NVIDIA GPU).")
+            "from pip: `pip install 'wd-teach[sanitizer]'` for a CUDA 13 driver, "
+            "`pip install 'wd-teach[sanitizer-cu12]'` for an older one such as Colab's (it "
+            "needs an NVIDIA GPU).")
     # API errors are left out: Numba's set-up of its CUDA context asks the driver questions
     # whose error answers it expects (measured on an H100: 34 such calls under memcheck),
     # which the tool would count; the lesson is about what the kernels do.
