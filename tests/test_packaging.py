@@ -237,7 +237,7 @@ def test_the_installed_wheel_runs_doctor_and_trains_outside_the_checkout(wheel, 
         p.name for p in (tmp_path / "run").iterdir()}
 
 
-def test_compute_sanitizer_has_an_extra_for_each_driver_line():
+def test_compute_sanitizer_has_an_extra_for_each_driver_line(monkeypatch):
     """Lesson 10's compute-sanitizer from pip, where no toolkit brings it: NVIDIA's 13.x wheel
     for a CUDA 13 driver, the -cu12 one for older drivers (Colab's), each an extra that the
     message for a missing tool names."""
@@ -248,5 +248,10 @@ def test_compute_sanitizer_has_an_extra_for_each_driver_line():
         (requirement,) = map(Requirement, extras[extra])
         assert requirement.name == name
         assert fits in requirement.specifier and not_fits not in requirement.specifier
-    source = (REPO / "wd_teach" / "fundamentals" / "sanitizer.py").read_text()
-    assert "wd-teach[sanitizer]" in source and "wd-teach[sanitizer-cu12]" in source
+    from wd_teach.fundamentals import sanitizer
+
+    monkeypatch.setattr(sanitizer, "find_compute_sanitizer", lambda: None)
+    with pytest.raises(FileNotFoundError) as missing:
+        sanitizer.sanitize("write_unguarded")
+    assert "wd-teach[sanitizer]" in str(missing.value)
+    assert "wd-teach[sanitizer-cu12]" in str(missing.value)
