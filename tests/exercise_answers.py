@@ -15,8 +15,7 @@ import numpy as np
 from numba import cuda
 
 import wd_teach
-from wd_teach.backends import host_c
-from wd_teach.exercises import cuda_c_check
+from wd_teach.exercises import cuda_c_check, host_c
 from wd_teach.lessons.demo import DEMO_CUDA_C
 from wd_teach.numba_index import agent_id, env_id
 
@@ -37,7 +36,7 @@ def cuda_c_runs_on_the_cpu() -> bool:
 
 def says_the_cuda_c_did_not_run_on_a_gpu(out: str) -> bool:
     """What a checker prints for a right CUDA C half it could not run on a GPU: where no GPU
-    is, that it ran on the CPU (wd_teach/backends/host_c.py) and still awaits a GPU; where a
+    is, that it ran on the CPU (wd_teach/exercises/host_c.py) and still awaits a GPU; where a
     GPU is without PyCUDA (or no C++ compiler), that what it computes was not checked."""
     if not cuda_c_runs_on_the_cpu():
         return "NOT checked: what the CUDA C kernel computes, since it was not run" in out

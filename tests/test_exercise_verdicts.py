@@ -58,7 +58,7 @@ def test_no_checker_returns_true_when_the_cuda_c_half_did_not_run(
 def test_lesson_02s_move_without_dt_or_guard_is_not_passed_without_a_gpu(monkeypatch, capsys):
     """A learner's report: a right Numba kernel and a CUDA C move with no dt and no guard
     printed "Checked only in part" yet returned True. Now it is never true; on a machine with
-    no GPU the CUDA C half runs on the CPU (wd_teach/backends/host_c.py) and is found wrong,
+    no GPU the CUDA C half runs on the CPU (wd_teach/exercises/host_c.py) and is found wrong,
     so the solution cell's assert there (`verdict.passed_here`) fails on it too."""
     without_pycuda(monkeypatch)
     verdict = lesson_02.check_move_kernel(right_move, MOVE_C_WITHOUT_DT_OR_GUARD, "numba")

@@ -234,7 +234,7 @@ def test_move_rejects_the_starters_empty_cuda_c_body(capsys):
 ])
 def test_wrong_cuda_c_arithmetic_without_a_gpu_is_never_called_right(source, capsys):
     """A wrong body compiles; without a GPU it runs on the CPU, one thread after another
-    (wd_teach/backends/host_c.py), and is found wrong there: neither the verdict nor
+    (wd_teach/exercises/host_c.py), and is found wrong there: neither the verdict nor
     `passed_here` holds, so the solution cell's assert fails on it on a CPU too."""
     verdict = lesson_02.check_move_kernel(right_move, source, "numba")
     out = capsys.readouterr().out

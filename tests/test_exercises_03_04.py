@@ -102,7 +102,7 @@ def test_draw_checker_rejects_cuda_c_it_can_read_without_a_gpu(source, hint, cap
 @NO_GPU_PATH
 def test_wrong_cuda_c_arithmetic_without_a_gpu_is_never_called_right(capsys):
     """PyCUDA cannot run here: a wrong body compiles and is never called right. Where no GPU
-    is, it runs on the CPU (wd_teach/backends/host_c.py) and is found wrong by its draws, so
+    is, it runs on the CPU (wd_teach/exercises/host_c.py) and is found wrong by its draws, so
     the solution cell's assert on a CPU (`passed_here`) fails on it too."""
     source = DRAW_CU.replace("u[slot] < cumulative", "u[slot] <= cumulative")
     verdict = lesson_03.check_draw_kernels(make_draw_kernel(), source, "numba")

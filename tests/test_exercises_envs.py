@@ -52,7 +52,7 @@ def test_parking_step_accepts_the_right_kernels(backend, capsys):
 ])
 def test_parking_step_without_a_gpu_never_calls_unrun_cuda_c_right(source, said, capsys):
     """Without PyCUDA a wrong body is never called right; where no GPU is, it runs on the
-    CPU (wd_teach/backends/host_c.py) and the missing bonus is found wrong by its rewards."""
+    CPU (wd_teach/exercises/host_c.py) and the missing bonus is found wrong by its rewards."""
     verdict = lesson_05.check_parking_step(make_parking_step(), source, "numba")
     out = capsys.readouterr().out
     assert said in out and "All right" not in out

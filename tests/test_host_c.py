@@ -1,4 +1,4 @@
-"""CUDA C run on the CPU (wd_teach/backends/host_c.py): what the checkers use where no GPU
+"""CUDA C run on the CPU (wd_teach/exercises/host_c.py): what the checkers use where no GPU
 runs the learner's CUDA C. Each launch runs the grid's threads one after another, so it
 computes what a GPU computes for kernels whose threads neither wait for nor race each other,
 and says so when a kernel waits at a barrier."""
@@ -6,9 +6,9 @@ and says so when a kernel waits at a barrier."""
 import numpy as np
 import pytest
 
-from wd_teach.backends.host_c import HOST_C, compiler
 from wd_teach.data import DataStore
 from wd_teach.errors import LaunchError
+from wd_teach.exercises.host_c import HOST_C, compiler
 from wd_teach.launch import KernelLauncher
 from wd_teach.lessons.demo import DEMO_CUDA_C
 

@@ -197,6 +197,12 @@ def _gpu() -> tuple[str | None, tuple[int, int] | None]:
     return torch.cuda.get_device_name(index), torch.cuda.get_device_capability(index)
 
 
+def cxx_path() -> str | None:
+    """The host's C++ compiler (g++, c++ or clang++), if there is one: the exercises'
+    checkers build CUDA C with it to run on the CPU where no GPU is."""
+    return shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
+
+
 @functools.lru_cache(maxsize=1)
 def discover() -> Report:
     """Look at every piece once. Cached: the machine does not change under a running kernel."""
@@ -252,9 +258,7 @@ def discover() -> Report:
             if gpu_name else "used on a GPU only"),
     ]
     if not gpu_name:  # where the exercises' checkers run CUDA C on the CPU
-        from wd_teach.backends.host_c import compiler
-
-        cxx = compiler()
+        cxx = cxx_path()
         rows.append(Row(
             "C++ compiler", True if cxx else None, cxx or "not found",
             "" if cxx else "optional: with one (apt-get install g++) the exercises' checkers "

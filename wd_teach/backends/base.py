@@ -12,7 +12,9 @@ a config that holds the name, and `f"{backend}"` work as they always did.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 
@@ -111,3 +113,21 @@ class KernelBackend(Backend):
     def stream(self) -> torch.cuda.Stream:
         """A CUDA stream that torch and this backend both launch on."""
         return torch.cuda.Stream()
+
+
+class CudaCBackend(KernelBackend):
+    """A backend whose kernels are CUDA C (an env's step.cu, a layer's kernels.cu), handed a
+    store's array as its address: PyCUDA's, and the exercises' checkers' CPU runner
+    (wd_teach/exercises/host_c.py)."""
+
+    reads_cuda_c = True
+
+    def env_kernels(self, env) -> list[tuple[object, tuple]]:
+        return [(source, env.include_dirs()) for source in env.cuda_sources()]
+
+    def layer_kernels(self, package: str) -> Path:
+        folder = importlib.util.find_spec(package).submodule_search_locations[0]
+        return Path(folder) / "kernels.cu"
+
+    def array_argument(self, tensor: torch.Tensor) -> int:
+        return tensor.data_ptr()

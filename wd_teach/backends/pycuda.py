@@ -7,24 +7,21 @@ PyCUDA's prepared call: the argument types were packed once, when the kernel was
 
 from __future__ import annotations
 
-import importlib.util
 import os
-from pathlib import Path
 
 import torch
 
 from wd_teach import cuda_c
-from wd_teach.backends.base import KernelBackend, LaunchCall
+from wd_teach.backends.base import CudaCBackend, LaunchCall
 from wd_teach.errors import LaunchError
 
 #: Streams that PyCUDA can launch on, by handle: PyCUDA cannot adopt a stream it did not make.
 _STREAMS: dict[int, object] = {}
 
 
-class PyCudaBackend(KernelBackend):
+class PyCudaBackend(CudaCBackend):
     label = "PyCUDA"
     color = "tab:green"
-    reads_cuda_c = True
 
     def usable(self, report) -> bool:
         return report.has_gpu and bool(report.pycuda)
@@ -55,16 +52,6 @@ class PyCudaBackend(KernelBackend):
             function.prepare("".join(p.struct_format for p in params))
             loaded[name] = (function, params)
         return loaded
-
-    def env_kernels(self, env) -> list[tuple[object, tuple]]:
-        return [(source, env.include_dirs()) for source in env.cuda_sources()]
-
-    def layer_kernels(self, package: str) -> Path:
-        folder = importlib.util.find_spec(package).submodule_search_locations[0]
-        return Path(folder) / "kernels.cu"
-
-    def array_argument(self, tensor: torch.Tensor) -> int:
-        return tensor.data_ptr()
 
     def launch_call(self, function, bound: tuple, device: torch.device) -> LaunchCall:
         def launch(grid: tuple, block: tuple, stream: int, shared: int = 0) -> None:

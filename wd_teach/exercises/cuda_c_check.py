@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wd_teach import backends, cuda_c
-from wd_teach.backends.host_c import HOST_C
 from wd_teach.device import choose_backend, discover, nvcc_path
 from wd_teach.errors import WdTeachError
+from wd_teach.exercises.host_c import HOST_C
 from wd_teach.exercises.verdict import Verdict
 from wd_teach.launch import KernelLauncher, cuda_c_argument
 from wd_teach.lessons.show import cuda_function
@@ -70,7 +70,7 @@ def check_halves(backend: str | None, run: Callable[[str, str], bool | str],
     cannot run, `check_unrun_cuda_c()` checks what can be checked without running it (True:
     nothing found wrong): the half then counts as not run, never as right. With
     `on_the_cpu` (the exercise's kernels wait at no barrier), on a machine with no GPU the
-    CUDA C half then also runs on the CPU (`run(HOST_C, ...)`, wd_teach/backends/host_c.py),
+    CUDA C half then also runs on the CPU (`run(HOST_C, ...)`, wd_teach/exercises/host_c.py),
     so what it computes is checked: found wrong there, it is wrong; right there, it still
     counts as not run on a GPU. `whole` is what "All right" vouches for."""
     backend = choose_backend(backend)

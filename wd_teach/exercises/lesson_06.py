@@ -25,7 +25,6 @@ import numpy as np
 
 from wd_teach import cuda_c
 from wd_teach._simulator import simulator_on
-from wd_teach.backends.host_c import HOST_C
 from wd_teach.data import DataStore
 from wd_teach.errors import WdTeachError
 from wd_teach.exercises.atomics import atomic_targets
@@ -36,6 +35,7 @@ from wd_teach.exercises.cuda_c_check import (
     kernel_body,
     launch_learner_kernel,
 )
+from wd_teach.exercises.host_c import HOST_C
 from wd_teach.exercises.verdict import Verdict, not_yet, verdict_of
 from wd_teach_envs._tag import tag_reference
 

@@ -13,17 +13,16 @@ plain `+=` looks right) and a barrier (`__syncthreads()` needs every thread of t
 wait for the others; a launch that reaches one stops with a LaunchError that says so). So a
 checker counts a run here as run on the CPU, never as run on a GPU.
 
-It is not one of the backends an env or a trainer chooses from (wd_teach/backends ALL): only
-the checkers use it, through `HOST_C` here, and only where the store lives on the CPU.
+It is a backend of the same kind as PyCUDA (wd_teach/backends/base.py, CudaCBackend), but not
+one that an env or a trainer chooses from (wd_teach/backends ALL): only the exercises'
+checkers use it, through `HOST_C` here, and only where the store lives on the CPU.
 """
 
 from __future__ import annotations
 
 import ctypes
 import hashlib
-import importlib.util
 import os
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -31,7 +30,8 @@ from pathlib import Path
 import torch
 
 from wd_teach import cuda_c
-from wd_teach.backends.base import KernelBackend, LaunchCall
+from wd_teach.backends.base import CudaCBackend, LaunchCall
+from wd_teach.device import cxx_path as compiler
 from wd_teach.errors import LaunchError
 
 #: What a kernel finds in CUDA and not in C++: the thread's place in the grid, the atomics
@@ -85,11 +85,6 @@ static inline float __fdividef(float a, float b) { return a / b; }
 """
 
 
-def compiler() -> str | None:
-    """The host's C++ compiler, if there is one."""
-    return shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
-
-
 def _launcher(name: str, params) -> str:
     """A C function that runs kernel `name` for every thread of the grid, one at a time,
     with its arguments from an array of pointers: a pointer parameter's value, a scalar's
@@ -121,10 +116,9 @@ extern "C" int wd_host_launch_{name}(const unsigned int* g, const unsigned int* 
 _BUILT: dict[str, ctypes.CDLL] = {}
 
 
-class HostCBackend(KernelBackend):
+class HostCBackend(CudaCBackend):
     label = "CUDA C on the CPU"
     color = "tab:olive"
-    reads_cuda_c = True
 
     def device(self) -> torch.device:
         return torch.device("cpu")
@@ -154,16 +148,6 @@ class HostCBackend(KernelBackend):
             loaded[name] = ((name, function), params)
         return loaded
 
-    def env_kernels(self, env) -> list[tuple[object, tuple]]:
-        return [(source, env.include_dirs()) for source in env.cuda_sources()]
-
-    def layer_kernels(self, package: str) -> Path:
-        folder = importlib.util.find_spec(package).submodule_search_locations[0]
-        return Path(folder) / "kernels.cu"
-
-    def array_argument(self, tensor: torch.Tensor) -> int:
-        return tensor.data_ptr()
-
     def launch_call(self, kernel, bound: tuple, device: torch.device) -> LaunchCall:
         if device.type != "cpu":
             raise LaunchError(f"CUDA C runs on the CPU only over a store on the CPU; this one "
@@ -179,14 +163,16 @@ class HostCBackend(KernelBackend):
                                                                        ctypes.c_void_p).value
             for k in kept])
 
+        function.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+
         def launch(grid: tuple, block: tuple, stream: int = 0, shared: int = 0) -> None:
             dims = [(ctypes.c_uint * 3)(*(tuple(d) + (1,) * (3 - len(d)))) for d in (grid, block)]
-            if function(dims[0], dims[1], argv) and kept:  # `kept` holds the scalars alive
+            if function(dims[0], dims[1], argv):
                 raise LaunchError(f"kernel {name!r} waits at a barrier (__syncthreads), and on "
                                   "the CPU its threads run one after another, so none can wait "
                                   "for the others: it runs only on a GPU.")
 
-        function.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        launch.arguments = kept  # the scalars argv points at live as long as the launch
         return launch
 
 
