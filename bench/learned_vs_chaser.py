@@ -14,8 +14,10 @@ seed), most probable actions:
     learned taggers against random runners         chaser against random runners
 
 Over the seeds, each gets its IQM and 95% bootstrap interval (rliable), and so do the per-seed
-differences learned - chaser, with what that interval supports. A table to read and a JSON;
-nothing here fails on a number.
+differences learned - chaser, with what that interval supports. Each seed's run also keeps a
+learning curve (about 40 points over its training: tags per episode, the taggers' reward,
+both sides' policy entropy), so a seed that learns nothing shows when it stopped. A table to
+read and a JSON; nothing here fails on a number.
 
 Games (`--game`):
 
@@ -42,6 +44,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import platform
 import time
 from pathlib import Path
@@ -69,14 +72,29 @@ def chaser_class():
     return module.Chaser
 
 
-def train_for(trainer: Trainer, seconds: float) -> tuple[int, float]:
-    """Iterate until `seconds` of training have passed: (iterations, seconds taken)."""
-    trained = 0.0
+#: What a seed's learning curve keeps of an iteration's metrics row: whether the taggers
+#: catch, what they are paid, and how far each side's policy has narrowed (its entropy).
+CURVE = ("tags_per_episode", "taggers/reward", "taggers/entropy", "runners/entropy")
+
+
+def train_for(trainer: Trainer, seconds: float, points: int = 40
+              ) -> tuple[int, float, list[dict]]:
+    """Iterate until `seconds` of training have passed: (iterations, seconds taken, the
+    learning curve). The curve is the CURVE metrics of the first iteration after each
+    `seconds / points` of training, and of the last: when a seed stops catching, and
+    whether its taggers' entropy fell first."""
+    trained, curve, next_point = 0.0, [], 0.0
     while trained < seconds:
         start = time.perf_counter()
-        trainer.iterate()  # ends with its metrics copied to the host: the GPU is done
+        row = trainer.iterate()  # ends with its metrics copied to the host: the GPU is done
         trained += time.perf_counter() - start
-    return trainer.iteration, trained
+        if trained >= next_point or trained >= seconds:
+            # None where the iteration had no value (no game ended in it: no tags counted)
+            curve.append({"iteration": trainer.iteration, "seconds": trained,
+                          **{name: row[name] if math.isfinite(row[name]) else None
+                             for name in CURVE if name in row}})
+            next_point += seconds / points
+    return trainer.iteration, trained, curve
 
 
 def scores(trainer: Trainer, chaser: torch.nn.Module, envs: int, seed: int) -> dict:
@@ -132,16 +150,22 @@ def run(args) -> dict:
     for seed in seeds:
         trainer = Trainer("tag_continuous", gpu=gpu,
                           sets=[*GAMES[args.game], *args.sets, f"trainer.seed={seed}"])
-        iterations, seconds = train_for(trainer, args.seconds)
+        iterations, seconds, curve = train_for(trainer, args.seconds)
         chaser = Chaser(trainer.env, args.variant).to(trainer.device)
         found = scores(trainer, chaser, args.eval_envs, seed)
         for name, value in found.items():
             per_seed[name][seed] = value
         runs.append({"seed": seed, "iterations": iterations, "seconds": seconds,
-                     "env_steps": trainer.env_steps, **found})
+                     "env_steps": trainer.env_steps, **found, "curve": curve})
         print(f"{seed:>4} {iterations:>10} {seconds:>8.1f} "
               + " ".join(f"{found[name]:>16.2f}" for name in SCORES), flush=True)
 
+    for run in runs:  # each seed's curve at its start, middle and end
+        points = [run["curve"][k] for k in (0, len(run["curve"]) // 2, -1)]
+        print(f"seed {run['seed']} curve: " + ", ".join(
+            f"{name} " + " -> ".join("-" if p.get(name) is None else f"{p[name]:.2f}"
+                                     for p in points)
+            for name in ("tags_per_episode", "taggers/entropy")))
     rows = []
     for name in SCORES:
         found = iqm_interval(per_seed[name])

@@ -384,6 +384,12 @@ def test_learned_against_chaser_scores_both_on_the_same_games_over_the_seeds(tmp
     assert result["params"]["runner_max_speed"] == 0.6
     for run in result["runs"]:
         assert run["iterations"] >= 1 and run["seconds"] >= 0.5
+        # the curve: the first iteration and the last at least, in order, with what it keeps
+        curve = run["curve"]
+        assert curve[0]["iteration"] == 1 and curve[-1]["iteration"] == run["iterations"]
+        assert [p["iteration"] for p in curve] == sorted({p["iteration"] for p in curve})
+        assert set(curve[-1]) == {"iteration", "seconds", *bench_script(
+            "learned_vs_chaser").CURVE}
         assert all(run[name] >= 0 for name in ("learned/trained", "chaser/trained",
                                                "learned/random", "chaser/random"))
     # The chaser really played: half a second of training tags far fewer than it does.
