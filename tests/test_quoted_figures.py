@@ -1,9 +1,10 @@
 """Figures that the README and the teacher's guide quote agree with their source.
 
 A measured number in prose goes stale silently when the measurement is run again. So every
-passage (a paragraph or a list item) that cites a results file, `bench/results/NAME.json`,
-quotes only numbers found in the files it cites (or in bench/NOTES.md where it cites that
-too, or among the numbers of a log it cites), rounded as quoted: rates and counts,
+passage (a paragraph or a list item) that cites a results file, `bench/results/NAME.json`
+(or a log or table of them, `.log` or `.txt`), quotes only numbers found in the files it
+cites (or in bench/NOTES.md where it cites that too, or among the numbers of a log it
+cites), rounded as quoted: rates and counts,
 milliseconds, seconds, GiB and multiples ("5.7x": a number in the files or the ratio of
 two); sizes (envs, games, agents, iterations) are settings, not measurements. A count of
 tests has no file to be checked against, so none is quoted: the test run says it. The
@@ -18,7 +19,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 DOCUMENTS = ["README.md", "docs/teaching.md"]
-CITED = re.compile(r"bench/results/([\w.-]+\.json)")
+CITED = re.compile(r"bench/results/([\w.-]+\.(?:json|log|txt))")
+#: A log or a table of results: its numbers are read from its text.
+TEXTS = re.compile(r"bench/results/([\w.-]+\.(?:log|txt))")
 #: 12,345 or 1,234,567: a measured rate or count as the documents write one.
 BIG = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+)(?![\d,]*\d)(?!\s*(?:x |envs\b|games\b|"
                  r"agents\b|iterations\b|runners\b|-env))")
@@ -50,7 +53,7 @@ def numbers(tree) -> list[float]:
 
 def unfound(passage: str) -> list[str]:
     """The measured figures of a passage that its cited files do not hold."""
-    values = [n for name in CITED.findall(passage)
+    values = [n for name in CITED.findall(passage) if name.endswith(".json")
               for n in numbers(json.loads((REPO / "bench" / "results" / name).read_text()))]
     notes = (REPO / "bench" / "NOTES.md").read_text() if "bench/NOTES.md" in passage else ""
     missing = []
@@ -66,7 +69,7 @@ def unfound(passage: str) -> list[str]:
                    for v in values):
             missing.append(f"{quoted} ms")
     logs = "".join((REPO / "bench" / "results" / name).read_text()
-                   for name in re.findall(r"bench/results/([\w.-]+\.log)", passage))
+                   for name in TEXTS.findall(passage))
     values += [float(n.replace(",", "")) for n in re.findall(r"\d[\d,]*(?:\.\d+)?", logs)]
 
     def held(quoted: str, unit: str, scales=(1.0,)) -> bool:
@@ -108,6 +111,14 @@ def test_a_figure_the_cited_file_lacks_is_found():
                "(`bench/results/versus_warpdrive_h100.json`)")
     assert unfound(passage) == ["12.345 ms"]
     assert "1,234,567" in unfound(passage.replace("899,969", "1,234,567"))
+
+
+def test_a_time_quoted_from_a_results_table_is_checked_against_it():
+    passage = ("The last whole check passed in 461 s "
+               "(`bench/results/gpu_check_h200_4fe97c8.txt`)")
+    assert unfound(passage) == []
+    assert unfound(passage.replace("461 s", "407 s")) == []  # a part's time in the table
+    assert unfound(passage.replace("461 s", "600 s")) == ["600 s"]
 
 
 def test_a_time_memory_or_multiple_the_cited_file_lacks_is_found():
