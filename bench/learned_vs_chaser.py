@@ -83,7 +83,7 @@ def train_for(trainer: Trainer, seconds: float, points: int = 40
     learning curve). The curve is the CURVE metrics of the first iteration after each
     `seconds / points` of training, and of the last: when a seed stops catching, and
     whether its taggers' entropy fell first."""
-    trained, curve, next_point = 0.0, [], 0.0
+    trained, curve, next_point, every = 0.0, [], 0.0, seconds / points
     while trained < seconds:
         start = time.perf_counter()
         row = trainer.iterate()  # ends with its metrics copied to the host: the GPU is done
@@ -93,7 +93,7 @@ def train_for(trainer: Trainer, seconds: float, points: int = 40
             curve.append({"iteration": trainer.iteration, "seconds": trained,
                           **{name: row[name] if math.isfinite(row[name]) else None
                              for name in CURVE if name in row}})
-            next_point += seconds / points
+            next_point = (trained // every + 1) * every  # past a slow iteration, not behind it
     return trainer.iteration, trained, curve
 
 

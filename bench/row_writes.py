@@ -65,8 +65,9 @@ class _Kernels:
 
 def expected(num_envs: int, num_agents: int, obs_size: int) -> np.ndarray:
     """Every float's number, as row_value writes it."""
-    i = np.arange(num_envs * num_agents).reshape(num_envs, num_agents, 1)
-    f = np.arange(obs_size).reshape(1, 1, obs_size)
+    # int32, as the kernels count: at the seed's size an int64 grid would take 1.2 GB
+    i = np.arange(num_envs * num_agents, dtype=np.int32).reshape(num_envs, num_agents, 1)
+    f = np.arange(obs_size, dtype=np.int32).reshape(1, 1, obs_size)
     return ((i * 31 + f * 7) & 1023).astype(np.float32)
 
 
