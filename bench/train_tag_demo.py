@@ -41,7 +41,10 @@ DEMO = {
     "env": {"backend": None, "num_envs": 256,
             "params": {"num_taggers": 2, "num_runners": 8, "num_nearest": None,
                        "field_size": 8.0, "tagging_distance": 0.8, "episode_length": 100}},
-    "policies": {"taggers": {"hidden": [64, 64]}, "runners": {"hidden": [64, 64]}},
+    # two tanh networks a policy, as the shipped file was trained (Tag's config has since
+    # given each policy one shared ReLU body)
+    "policies": {name: {"hidden": [64, 64], "shared": False, "activation": "tanh"}
+                 for name in ("taggers", "runners")},
     "trainer": {"iterations": 4000, "steps": 100, "lr": 2e-3, "seed": 0,
                 "precision": "fp32", "checkpoint_every": 0},
 }

@@ -13,7 +13,9 @@ from wd_teach_envs.tag_continuous import TagContinuous
 SMALL_TAG = ["env.num_envs=16", "env.params.num_taggers=3", "env.params.num_runners=20",
              "env.params.num_nearest=5", "env.params.episode_length=20", "trainer.steps=20",
              "policies.taggers.hidden=[64, 64]", "policies.runners.hidden=[64, 64]",
-             "trainer.critic=centralized"]
+             "trainer.critic=centralized",
+             # a centralized critic shares no body with its actor: two networks a policy
+             "policies.taggers.shared=false", "policies.runners.shared=false"]
 PPO = ["algorithm.name=ppo", "algorithm.epochs=2", "algorithm.num_minibatches=4"]
 ALGORITHMS = {"a2c": [], "ppo": PPO, "ppo-trajectories": [*PPO, "algorithm.shuffle=trajectories"]}
 
