@@ -30,12 +30,14 @@ CRITICS = ("independent", "centralized")
 
 def lesson_overrides(seed: int, critic: str, sizes) -> dict:
     """The overrides of lesson 11's `tag_run(seed, critic=critic)`: its game and sizes, one
-    policy per role (tests/test_bench.py holds them to the lesson's own cells)."""
+    policy per role, each two networks (tests/test_bench.py holds them to the lesson's own
+    cells)."""
     game = {"num_taggers": sizes.marl_taggers, "num_runners": sizes.marl_runners,
             "num_nearest": sizes.marl_nearest, "episode_length": sizes.marl_episode_length}
     roles = TagContinuous(**game).agent_roles()
     return {"env": {"num_envs": sizes.marl_envs, "params": game},
-            "policies": {role: {"agents": role, "hidden": [64, 64]} for role in roles},
+            "policies": {role: {"agents": role, "hidden": [64, 64], "shared": False,
+                                "activation": "tanh"} for role in roles},
             "trainer": {"seed": seed, "critic": critic, "iterations": sizes.marl_iterations}}
 
 

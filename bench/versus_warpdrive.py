@@ -20,15 +20,18 @@ quoted between rows of one call.
 | ppo-fp32 | the same PPO in fp32 |
 | ppo-tf32 | the same PPO in tf32 |
 | ppo-*-traj | the same PPO, minibatches of whole trajectories (as JaxMARL's IPPO) |
-| *-shared | the same, each policy's actor and critic sharing one ReLU body |
+| *-shared | the same, each policy's actor and critic sharing one ReLU body (the config's own) |
+| *-two | the same, each policy two tanh networks, an actor and a critic (lesson 07's first) |
 | *-compiled | the same, the loss compiled (trainer.compile: a few fused Triton kernels) |
 | plain-* | the same on the plain floor (as WD_TEACH_FAST=0: no wd_teach/fast/ piece) |
 
 The `plain-` settings (plain-a2c-bf16, plain-a2c-bf16-shared, ...) measure the floor the
 lessons show beside the fast floor's rows, in the same call.
 
-The `-shared` settings run WarpDrive's FullyConnected model's shape (one body, two output
-layers): half the hidden-layer work of our default, two networks per policy.
+Tag's config gives each policy WarpDrive's FullyConnected model's shape (one ReLU body, two
+output layers), so the `-shared` settings equal the plain ones; they stay so that tables made
+when the default was two networks per policy (up to aac5aa7) keep their names. The `-two`
+settings run those two networks: twice the hidden-layer work.
 """
 
 from __future__ import annotations
@@ -59,7 +62,12 @@ SETTINGS.update({f"{name}-traj": [*sets, "algorithm.shuffle=trajectories"]
 #: WarpDrive's model shape: one ReLU body per policy, actor and critic output layers on it.
 SHARED = [f"policies.{name}.{key}" for name in ("taggers", "runners")
           for key in ("shared=true", "activation=relu")]
-SETTINGS.update({f"{name}-shared": [*sets, *SHARED] for name, sets in list(SETTINGS.items())})
+#: Two networks a policy, each its own tanh layers: the default up to aac5aa7.
+TWO = [f"policies.{name}.{key}" for name in ("taggers", "runners")
+       for key in ("shared=false", "activation=tanh")]
+BASE = list(SETTINGS.items())
+SETTINGS.update({f"{name}-shared": [*sets, *SHARED] for name, sets in BASE})
+SETTINGS.update({f"{name}-two": [*sets, *TWO] for name, sets in BASE})
 SETTINGS.update({f"{name}-compiled": [*sets, "trainer.compile=true"]
                  for name, sets in list(SETTINGS.items())})
 #: The plain floor (wd_teach.floors), which the settings named so run on: compiled losses

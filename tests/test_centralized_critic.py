@@ -16,8 +16,11 @@ from wd_teach.train.trainer import Trainer
 from wd_teach_envs.tag_continuous import TagContinuous
 from wd_teach_envs.tag_grid import TagGrid
 
+#: The Tag config gives each policy one body for actor and critic; a centralized critic reads
+#: the global state, which the actor never sees, so these runs take two networks a policy.
+TWO_NETWORKS = [f"policies.{name}.shared=false" for name in ("taggers", "runners")]
 SMALL = ["env.num_envs=2", "trainer.steps=8", "env.params.num_taggers=2",
-         "env.params.num_runners=3", "env.params.num_nearest=2"]
+         "env.params.num_runners=3", "env.params.num_nearest=2", *TWO_NETWORKS]
 
 
 def tag(*more, algorithm="a2c", env="tag_continuous"):
@@ -168,6 +171,7 @@ def test_the_fast_floor_hands_a_centralized_critic_to_the_plain_one(capsys):
 @pytest.mark.parametrize("sets, match", [
     (["trainer.critic=central"], "trainer.critic must be one of independent, centralized"),
     (["trainer.critic=centralized", "policies.taggers.shared=true"], "shared: false"),
+    (["trainer.critic=centralized"], "policies taggers, runners set shared: true"),  # the default
 ])
 def test_bad_critic_configs_are_refused(sets, match):
     with pytest.raises(ConfigError, match=match):
@@ -202,4 +206,5 @@ class WrongState(TagContinuous):
 def test_a_global_state_that_disagrees_with_its_size_is_refused_before_training():
     env = WrongState(num_taggers=1, num_runners=2, num_nearest=2)
     with pytest.raises(ConfigError, match=r"gave \(2, 21\) torch.float32 .* says float32 \(2, 3\)"):
-        Trainer(env, gpu=False, sets=["env.num_envs=2", "trainer.critic=centralized"])
+        Trainer(env, gpu=False,
+                sets=["env.num_envs=2", "trainer.critic=centralized", *TWO_NETWORKS])
