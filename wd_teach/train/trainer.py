@@ -10,7 +10,8 @@ come to the host in one copy: the only synchronisation of a normal iteration. Wi
     trainer = Trainer("path/to/my_env")            # any env folder, with its config.yaml
     trainer = Trainer(MyEnv(episode_length=200))   # an env object, its folder's defaults
     trainer.train(50)                              # a progress bar; trainer.history grows
-    Trainer("NAME", sets=["trainer.critic=centralized"])  # critics read the env's global state
+    Trainer("NAME", sets=["trainer.critic=centralized",   # critics read the global state,
+                          "policies.P.shared=false"])     # so no policy P shares a body
     Trainer("NAME", logger="tensorboard").train(out="runs/NAME")   # + TensorBoard, live
     trainer.save("run/checkpoint.safetensors")     # model, optimiser, RNGs, env, history
     trainer = Trainer.from_checkpoint("run/checkpoint.safetensors")   # ... and on, bit for bit
