@@ -6,7 +6,7 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
-from wd_teach.errors import ConfigError
+from wd_teach.errors import ConfigError, TrainError
 from wd_teach.train.config import load_config
 from wd_teach.train.policy import make_policy
 from wd_teach.train.trainer import Trainer
@@ -76,3 +76,18 @@ def test_ddpg_refuses_a_shared_body():
     with pytest.raises(ConfigError, match="shares no body"):
         Trainer("pendulum", gpu=False, sets=["algorithm.name=ddpg",
                                               "policies.pendulum.shared=true"])
+
+
+def test_a_two_network_checkpoint_into_tags_shared_default_names_the_setting(tmp_path):
+    """Tag's config gives each policy one shared body; a run of two networks does not load
+    into it, and the error names the settings that differ, not only the tensors."""
+    small = ["env.num_envs=2", "trainer.steps=4", "env.params.num_taggers=1",
+             "env.params.num_runners=2", "env.params.num_nearest=2"]
+    two = Trainer("tag_continuous", gpu=False,
+                  sets=[*small, "policies.taggers.shared=false", "policies.runners.shared=false"])
+    path = two.save(tmp_path / "two.safetensors")
+    shared = Trainer("tag_continuous", gpu=False, sets=small)
+    assert shared.config.policies["taggers"].shared  # the config's default
+    with pytest.raises(TrainError, match=r"policies\.(taggers|runners)\.hidden, \.shared or "
+                                         r"\.activation"):
+        shared.load(path)

@@ -322,8 +322,9 @@ def _hint(key: str) -> str:
     """Why a learner's layout may differ: the usual cause, said after the facts."""
     if key.startswith("learners."):
         name = key.split(".")[1]
-        return (f": the policy {name!r} differs (policies.{name}.hidden or the algorithm's "
-                "settings)")
+        return (f": the policy {name!r} differs (policies.{name}.hidden, .shared or "
+                ".activation, or the algorithm's settings; a run saved before a setting "
+                "existed takes the env config's value for it now)")
     return ""
 
 
