@@ -156,3 +156,41 @@ def test_the_shipped_demo_holds_a_whole_training_run():
     state["generator"] = trainer.generator.get_state()  # the one part of a device's own kind
     trainer.load_state_dict(state, where="tag_demo")
     assert trainer.iteration == 4000
+
+
+def _before_shared(state: dict) -> dict:
+    """A checkpoint's state as a run saved before policies.NAME.shared and .activation."""
+    for policy in state["config"]["policies"].values():
+        del policy["shared"], policy["activation"]
+    return state
+
+
+def test_a_run_saved_before_a_policy_setting_existed_plays_as_it_was_trained(tmp_path):
+    """The shipped demo as it was first saved: its config has no policies.NAME.shared or
+    .activation (they came later), and Tag's config.yaml now says shared: true, relu. The
+    run's missing settings take their defaults, which kept the code's behaviour when they
+    came (two tanh networks), not today's env config: it loads with its own weights."""
+    state = _before_shared(read_checkpoint(pretrained_checkpoint("tag_demo")))
+    old = write_checkpoint(state, tmp_path / "before_shared.safetensors")
+    assert load_config("tag_continuous", gpu=False).policies["taggers"].shared  # today's
+    played = load_trained(old, num_envs=2, gpu=False)
+    for name, policy in played.policies.items():
+        assert not played.config.policies[name].shared
+        assert isinstance(policy.actor[1], torch.nn.Tanh)  # its own tanh layers
+    assert torch.equal(played.policies["taggers"].actor[0].weight,
+                       state["learners"]["taggers"]["policy"]["actor.0.weight"])
+
+
+def test_a_run_saved_before_a_policy_setting_existed_goes_on_training(tmp_path):
+    small = ["env.num_envs=2", "trainer.steps=4", "env.params.num_taggers=1",
+             "env.params.num_runners=2", "env.params.num_nearest=2",
+             "policies.taggers.shared=false", "policies.runners.shared=false"]
+    run = Trainer("tag_continuous", gpu=False, sets=small)
+    run.train(1, progress=False)
+    path = run.save(tmp_path / "run.safetensors")
+    old = write_checkpoint(_before_shared(read_checkpoint(path)), tmp_path / "old.safetensors")
+    resumed = Trainer.from_checkpoint(old, gpu=False)
+    assert not resumed.config.policies["taggers"].shared
+    assert resumed.config.policies["taggers"].activation is None  # tanh, A2C's
+    resumed.train(1, progress=False)
+    assert resumed.iteration == 2

@@ -323,8 +323,7 @@ def _hint(key: str) -> str:
     if key.startswith("learners."):
         name = key.split(".")[1]
         return (f": the policy {name!r} differs (policies.{name}.hidden, .shared or "
-                ".activation, or the algorithm's settings; a run saved before a setting "
-                "existed takes the env config's value for it now)")
+                ".activation, or the algorithm's settings)")
     return ""
 
 

@@ -220,6 +220,25 @@ def load_config(source=None, *, env: str | None = None, overrides: dict | None =
     return build(merge(base, changes))
 
 
+def saved_run(config: dict) -> dict:
+    """A saved run's config (a checkpoint's) with each policy and trainer setting it lacks
+    written in at that setting's default. A setting the run lacks is newer than the run, and
+    a new setting's default keeps what the code did before it; the env's config.yaml may
+    choose otherwise today (Tag's `shared: true`), which would make the run's policies a
+    shape they never had."""
+    config = copy.deepcopy(config)
+    sections = [(config.get("trainer"), TrainerSection)]
+    policies = config.get("policies")
+    if isinstance(policies, dict):
+        sections += [(policy, PolicySection) for policy in policies.values()]
+    for section, kind in sections:
+        if isinstance(section, dict):
+            for f in dataclasses.fields(kind):
+                if f.name not in section and f.default is not dataclasses.MISSING:
+                    section[f.name] = f.default
+    return config
+
+
 def build(raw: dict) -> TrainConfig:
     """Check a complete raw config and make the TrainConfig."""
     raw = _check_mapping(raw, "config")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from wd_teach.errors import TrainError
 from wd_teach.train.checkpoint import SUFFIX, read_checkpoint
-from wd_teach.train.config import EnvSection, make_env
+from wd_teach.train.config import EnvSection, make_env, saved_run
 from wd_teach.train.runs import differences
 from wd_teach.train.trainer import Trainer
 
@@ -60,7 +60,7 @@ def load_trained(checkpoint: str | Path, *, num_envs: int = 1, gpu: bool | None 
         raise TrainError(f"{path} holds no run config or no learners: it is not a whole "
                          "wd-teach training checkpoint.")
     env = {"num_envs": num_envs, **({"backend": backend} if backend else {})}
-    trainer = Trainer(config, overrides={"env": env}, gpu=gpu)
+    trainer = Trainer(saved_run(config), overrides={"env": env}, gpu=gpu)
     _check_config_kept(trainer, config, path)
     if set(learners) != set(trainer.policies):
         raise TrainError(f"{path} holds weights for {sorted(learners)}, but its config makes "

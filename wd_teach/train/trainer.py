@@ -52,7 +52,14 @@ from wd_teach.train.checkpoint import (
     read_checkpoint,
     write_checkpoint,
 )
-from wd_teach.train.config import TrainConfig, load_config, make_env, merge, resolve_agents
+from wd_teach.train.config import (
+    TrainConfig,
+    load_config,
+    make_env,
+    merge,
+    resolve_agents,
+    saved_run,
+)
 from wd_teach.train.evaluation import Evaluation, play_first_episodes
 from wd_teach.train.logger import open_log
 from wd_teach.train.metrics import per_episode
@@ -558,7 +565,8 @@ class Trainer:
         if not isinstance(state.get("config"), dict):
             raise TrainError(f"{where} holds no run config: it is not a whole wd-teach "
                              "training checkpoint.")
-        return cls(state["config"], gpu=gpu, logger=logger).load_state_dict(state, where=where)
+        return cls(saved_run(state["config"]), gpu=gpu, logger=logger
+                   ).load_state_dict(state, where=where)
 
     def __repr__(self) -> str:
         groups = ", ".join(f"{g.name} ({g.size} agents)" for g in self.groups)
