@@ -1,4 +1,4 @@
-// row_writes.cu: an observation's writes alone, three ways, at the Tag games' launch shape
+// row_writes.cu: an observation's writes alone, four ways, at the Tag games' launch shape
 // (a block per env, a thread per agent, each agent's row of obs_size floats). Issue 34's
 // profile found the Tag observe kernel taking 3.5 ms at 2,000 envs x 1,000 agents once the
 // grid had taken its search away: 616 MB at 176 GB/s. The guess: each thread writes its
@@ -10,6 +10,7 @@
 #define ROWS_CHUNK 8        // floats of its row a lane stages at a time
 #define ROWS_PITCH 9        // a lane's stride in the stage: 9 floats, so no two lanes share a bank
 #define ROWS_MAX_WARPS 32   // a block of up to 1,024 threads
+#define ROWS_WARP_FLOATS (4 * 32 * 77)  // rows_warp's stage: 128 threads' rows of 77 floats
 
 // What every kernel writes at float f of row i: cheap, so that the stores are the work.
 __device__ __forceinline__ float row_value(int i, int f) {
@@ -71,4 +72,29 @@ extern "C" __global__ void rows_flat(float* obs, int num_agents, int obs_size) {
   for (int e = threadIdx.x; e < count * obs_size; e += blockDim.x) {
     run[e] = row_value(wd_slot(env, first + e / obs_size, num_agents), e % obs_size);
   }
+}
+
+// A warp's 32 rows are one run of memory (32 x obs_size floats): each lane puts its whole
+// row in shared memory, then the warp writes the run with consecutive lanes on consecutive
+// floats, as rows_flat does. A thread still makes only its own row's numbers. The stage
+// holds 128 threads' rows of 77 floats (39,424 bytes): 1,024 threads would need 315 KB,
+// more than a block can have, so this kernel runs with blocks of 128 (several an env);
+// a block too large for its stage writes nothing, which the check against NumPy shows.
+extern "C" __global__ void rows_warp(float* obs, int num_agents, int obs_size) {
+  __shared__ float stage[ROWS_WARP_FLOATS];
+  if ((int)blockDim.x * obs_size > ROWS_WARP_FLOATS) return;  // the whole block: uniform
+  const int env = wd_env_id();
+  const int agent = wd_agent_id();
+  const int lane = threadIdx.x % 32;
+  const int first = agent - lane;                         // the warp's first agent
+  const int rows = max(0, min(32, num_agents - first));   // the agents this warp has
+  const int live = min(32, (int)blockDim.x - (int)(threadIdx.x / 32) * 32);  // its lanes
+  float* mine = stage + (threadIdx.x / 32) * 32 * obs_size;
+  if (agent < num_agents) {
+    const int i = wd_slot(env, agent, num_agents);
+    for (int f = 0; f < obs_size; ++f) mine[lane * obs_size + f] = row_value(i, f);
+  }
+  __syncthreads();  // every thread of the block reaches it
+  float* run = obs + (long long)wd_slot(env, first, num_agents) * obs_size;
+  for (int e = lane; e < rows * obs_size; e += live) run[e] = mine[e];  // a short warp too
 }

@@ -1,4 +1,4 @@
-"""An observation's writes alone, three ways, at the Tag games' launch shape: is the Tag observe
+"""An observation's writes alone, four ways, at the Tag games' launch shape: is the Tag observe
 kernel bound by how its threads write their rows? (row_writes.cu says why it is asked.)
 
     python bench/row_writes.py bench/results/row_writes_h200.json   # 2,000 envs x 1,000 agents
@@ -14,6 +14,9 @@ float's number (checked against NumPy after the timed launches, obs cleared firs
     flat    the block's rows as one run, consecutive threads on consecutive floats: the
             bytes' own speed (each thread can make any float's number here; the observe's
             threads cannot)
+    warp    each lane stages its whole row in shared memory, then the warp writes its 32
+            rows as the one run they are (blocks of 128 threads, several an env: a block of
+            1,024 would need 315 KB of shared memory at 77 floats)
 
 A table to read, never a pass or fail.
 """
@@ -33,12 +36,14 @@ import torch
 import wd_teach
 from wd_teach.data import DataStore
 from wd_teach.errors import BenchError
-from wd_teach.launch import KernelLauncher
+from wd_teach.launch import KernelLauncher, launch_geometry
 from wd_teach.timing import time_calls
 
 HERE = Path(__file__).resolve().parent
-KERNELS = ("rows_own", "rows_staged", "rows_flat")
+KERNELS = ("rows_own", "rows_staged", "rows_flat", "rows_warp")
 MAX_THREADS = 1024
+#: rows_warp's block (its stage holds 128 rows of at most WARP_OBS floats)
+WARP_THREADS, WARP_OBS = 128, 77
 
 
 def numba_module():
@@ -83,12 +88,20 @@ class RowWriters:
         self.store = DataStore(num_envs, num_agents)
         self.store.push("obs", np.zeros((num_envs, num_agents, obs_size), np.float32))
         self.store.set_constant("obs_size", obs_size)
+        if obs_size > WARP_OBS:
+            raise BenchError(f"obs_size {obs_size} is more than rows_warp's stage holds "
+                             f"({WARP_OBS} floats a row): make the stage larger first.")
         self.launcher = KernelLauncher(self.store, backend, max_threads=max_threads)
+        self.warp_shape = launch_geometry(num_envs, num_agents, min(max_threads, WARP_THREADS))
         for kernels, folders in self.launcher.backend.env_kernels(_Kernels()):
             self.launcher.load(kernels, folders)
 
     def run(self, kernel: str) -> None:
-        self.launcher.launch(kernel)
+        if kernel == "rows_warp":
+            shape = self.warp_shape
+            self.launcher.launch(kernel, grid=shape.grid, block=shape.block)
+        else:
+            self.launcher.launch(kernel)
 
     def written(self, kernel: str) -> np.ndarray:
         """What `kernel` writes into an obs cleared first."""

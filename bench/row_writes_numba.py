@@ -1,4 +1,4 @@
-"""The Numba twin of row_writes.cu, line for line: an observation's writes alone, three ways
+"""The Numba twin of row_writes.cu, line for line: an observation's writes alone, four ways
 (that file says why). Numba is handed obs as the store holds it, [env, agent, feature]: the
 same addresses as the CUDA C's flat index. Barriers are cuda.syncthreads, which the
 simulator runs too."""
@@ -10,6 +10,7 @@ from wd_teach.env import agent_id, env_id
 CHUNK = 8  # floats of its row a lane stages at a time
 PITCH = 9  # a lane's stride in the stage: no two lanes share a bank
 STAGE = 32 * 32 * 9  # ROWS_MAX_WARPS x 32 lanes x PITCH
+WARP_FLOATS = 4 * 32 * 77  # rows_warp's stage: 128 threads' rows of 77 floats
 
 
 @cuda.jit(device=True)
@@ -63,3 +64,24 @@ def rows_flat(obs, num_agents, obs_size):
     for e in range(cuda.threadIdx.x, count * obs_size, cuda.blockDim.x):
         row = first + e // obs_size
         obs[env, row, e % obs_size] = row_value(env * num_agents + row, e % obs_size)
+
+
+@cuda.jit
+def rows_warp(obs, num_agents, obs_size):
+    stage = cuda.shared.array(WARP_FLOATS, float32)
+    if cuda.blockDim.x * obs_size > WARP_FLOATS:
+        return
+    env = env_id()
+    agent = agent_id()
+    lane = cuda.threadIdx.x % 32
+    first = agent - lane
+    rows = max(0, min(32, num_agents - first))
+    live = min(32, cuda.blockDim.x - (cuda.threadIdx.x // 32) * 32)
+    mine = (cuda.threadIdx.x // 32) * 32 * obs_size
+    if agent < num_agents:
+        i = env * num_agents + agent
+        for f in range(obs_size):
+            stage[mine + lane * obs_size + f] = row_value(i, f)
+    cuda.syncthreads()
+    for e in range(lane, rows * obs_size, live):  # a short warp too
+        obs[env, first + e // obs_size, e % obs_size] = stage[mine + e]
