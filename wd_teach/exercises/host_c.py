@@ -144,7 +144,9 @@ class HostCBackend(CudaCBackend):
         loaded = {}
         for name, params in signatures.items():
             function = getattr(library, f"wd_host_launch_{name}")
-            function.restype = ctypes.c_int
+            function.restype = ctypes.c_int  # 1: it reached a barrier
+            # the grid's and the block's dims, and argv: set once here, not at every launch
+            function.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
             loaded[name] = ((name, function), params)
         return loaded
 
@@ -162,8 +164,6 @@ class HostCBackend(CudaCBackend):
             k.value if isinstance(k, ctypes.c_void_p) else ctypes.cast(ctypes.pointer(k),
                                                                        ctypes.c_void_p).value
             for k in kept])
-
-        function.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
 
         def launch(grid: tuple, block: tuple, stream: int = 0, shared: int = 0) -> None:
             dims = [(ctypes.c_uint * 3)(*(tuple(d) + (1,) * (3 - len(d)))) for d in (grid, block)]
