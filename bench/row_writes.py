@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import platform
 import statistics
 from pathlib import Path
@@ -37,6 +36,7 @@ import wd_teach
 from wd_teach.data import DataStore
 from wd_teach.errors import BenchError
 from wd_teach.launch import KernelLauncher, launch_geometry
+from wd_teach.scale.bench import write_results
 from wd_teach.timing import time_calls
 
 HERE = Path(__file__).resolve().parent
@@ -143,8 +143,7 @@ def main(argv=None) -> dict:
               "wd_teach": wd_teach.__version__, "envs": args.envs, "agents": args.agents,
               "obs_size": args.obs_size, "megabytes": megabytes, "calls": args.calls,
               "rows": rows}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_results(result, args.out)
     return result
 
 

@@ -180,15 +180,12 @@ def test_the_bench_script_prints_the_packages_table():
         module.main(["out.json", "--settings", "a2c-bf16,a2c-fp64"])
 
 
-def test_the_bench_settings_build_the_model_shapes_they_name():
+def test_the_bench_settings_build_the_model_shapes_they_name(bench_script):
     """a2c-bf16 is Tag's config as it ships (one ReLU body a policy, WarpDrive's shape, the
     same as -shared); -two is two tanh networks a policy, the default up to aac5aa7."""
     from wd_teach.train.config import load_config
 
-    spec = importlib.util.spec_from_file_location("versus_bench",
-                                                  REPO / "bench" / "versus_warpdrive.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = bench_script("versus_warpdrive")
 
     def shapes(setting):
         config = load_config("tag_continuous", sets=[*module.GAME, *module.SETTINGS[setting]])
