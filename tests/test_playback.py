@@ -177,7 +177,7 @@ def test_a_run_saved_before_a_policy_setting_existed_plays_as_it_was_trained(tmp
     for name, policy in played.policies.items():
         assert not played.config.policies[name].shared
         assert isinstance(policy.actor[1], torch.nn.Tanh)  # its own tanh layers
-    assert torch.equal(played.policies["taggers"].actor[0].weight,
+    assert torch.equal(played.policies["taggers"].actor[0].weight.cpu(),  # cuda where one is
                        state["learners"]["taggers"]["policy"]["actor.0.weight"])
 
 

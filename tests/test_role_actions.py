@@ -10,7 +10,6 @@ import torch
 from gymnasium import spaces
 
 from wd_teach.errors import EnvError
-from wd_teach.interop.pettingzoo import PettingZooEnv
 from wd_teach.train.acting import random_actions
 from wd_teach.train.trainer import Trainer
 from wd_teach_envs.speaker_listener import SpeakerListener
@@ -103,7 +102,11 @@ def test_a_role_space_that_does_not_fit_the_env_s_is_refused(space, message):
 
 
 def test_pettingzoo_gives_each_role_its_action_space_and_refuses_what_lies_outside():
+    pytest.importorskip("pettingzoo", reason="PettingZoo is an extra: pip install -e "
+                        '".[pettingzoo]" (the dev extra, which CI installs, has it)')
     from pettingzoo.test import parallel_api_test
+
+    from wd_teach.interop.pettingzoo import PettingZooEnv
 
     env = PettingZooEnv(FewWords(), "numpy")
     speaker, listener = env.possible_agents
