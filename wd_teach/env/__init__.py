@@ -30,6 +30,7 @@ one public API for env authors, kept stable (tests/test_env_api.py checks that e
 the exercises' env folders import nothing else from wd_teach):
 
     Env, StateArray, EpisodeMetric, Tolerance, GymnasiumTwin   the contract (env.py)
+    FastKernel                                                 a step kernel's speed-only twin
     require, require_positive, EnvError                        config checks
     spaces                                                     gymnasium's spaces
     OBS, ACTIONS, REWARDS, DONE, TIMESTEP, STEP_FILES          the names every env shares
@@ -75,6 +76,7 @@ __all__ = [
     "Env",
     "EnvError",
     "EpisodeMetric",
+    "FastKernel",
     "GymnasiumTwin",
     "StateArray",
     "Tolerance",
@@ -172,6 +174,25 @@ class GymnasiumTwin:
     atol: float
     why: str
     every_episode_terminates: bool = False
+
+
+@dataclass(frozen=True)
+class FastKernel:
+    """A twin of one of an env's step kernels, for speed alone: behind the fast door
+    (wd_teach.floors), the wrapper launches it in the plain kernel's place, with `threads`
+    threads a block (several blocks an env where that is fewer than its agents). It takes
+    the plain kernel's arguments, must write what the plain kernel writes, bit for bit (a
+    test holds the two equal on every backend), and says in its own source what it gained.
+
+    `replaces` and `name` are the plain kernel's name and the twin's; `cuda` its CUDA C file
+    (PyCUDA), `numba` the module beside env.py that holds its Numba twin. `threads` 0: the
+    twin cannot run this game (its stage would not fit), and the plain kernel runs."""
+
+    replaces: str
+    name: str
+    cuda: Path
+    numba: str
+    threads: int
 
 
 class Env:
@@ -434,6 +455,11 @@ class Env:
         made in a notebook gives it (wd_teach's own headers are always found)."""
         files = [Path(s) for s in self.cuda_sources() if isinstance(s, Path)]
         return list(dict.fromkeys(f.parent for f in files))
+
+    def fast_kernels(self) -> tuple[FastKernel, ...]:
+        """Speed-only twins of step kernels, launched in their place behind the fast door
+        (FastKernel says how). Most envs have none: the plain kernels are the lesson."""
+        return ()
 
     def numba_kernels(self):
         """What the Numba backend loads: the module step_numba.py beside env.py."""

@@ -26,6 +26,7 @@ from wd_teach import backends, seat_memory
 from wd_teach.data import DataStore
 from wd_teach.env import ACTIONS, DONE, OBS, REWARDS, TIMESTEP, Env
 from wd_teach.errors import EnvError, TooLargeError
+from wd_teach.floors import fast_floor
 from wd_teach.launch import MAX_THREADS_PER_BLOCK, KernelLauncher, launch_geometry
 from wd_teach.ranges import require_whole
 from wd_teach.reset.reference import ReferenceResetter
@@ -83,6 +84,10 @@ class EnvWrapper:
         if self.backend.runs_kernels:
             self.launcher = KernelLauncher(self.store, self.backend, max_threads)
             self._load_kernels()
+            #: What one step launches, in order: (kernel, grid, block), None for the
+            #: launcher's own geometry. Behind the fast door a twin may take a step
+            #: kernel's place, with its own blocks (Env.fast_kernels).
+            self.step_launches = self._plan_launches(max_threads)
             self._resetter = Resetter(self.store, backend=self.backend, max_threads=max_threads)
         else:  # the NumPy reference: the env's step and the reset's twin, on the CPU
             self._reference = env.reference_step()
@@ -161,8 +166,8 @@ class EnvWrapper:
         if actions is not None:
             self.put_actions(actions)
         if self.backend.runs_kernels:
-            for kernel in self.env.step_kernels:
-                self.launcher.launch(kernel)
+            for kernel, grid, block in self.step_launches:
+                self.launcher.launch(kernel, grid=grid, block=block)
         else:
             self._reference(**self._reference_args)
         done = self.store[DONE]
@@ -264,6 +269,27 @@ class EnvWrapper:
             raise EnvError(f"{type(self.env).__name__}.step_kernels names "
                            f"{', '.join(missing)}, which its {self.backend} source does not "
                            f"define. Defined: {', '.join(self.launcher.kernel_names)}.")
+
+    def _plan_launches(self, max_threads: int) -> list[tuple[str, tuple | None, tuple | None]]:
+        """The step's kernels, each plain one replaced by its fast twin where the fast floor
+        is on for this device and the env has a twin that fits the game. Only PyCUDA and
+        Numba launch twins: the exercises' CPU runner of CUDA C runs the plain kernels."""
+        plan = [(kernel, None, None) for kernel in self.env.step_kernels]
+        if self.backend not in ("pycuda", "numba") or not fast_floor(self.store.device):
+            return plan
+        twins = {t.replaces: t for t in self.env.fast_kernels() if t.threads > 0}
+        for at, (kernel, _, _) in enumerate(plan):
+            twin = twins.get(kernel)
+            if twin is None:
+                continue
+            if self.backend == "pycuda":
+                self.launcher.load(twin.cuda, include_dirs=self.env.include_dirs())
+            else:
+                self.launcher.load(self.env._sibling(twin.numba))
+            geometry = launch_geometry(self.num_envs, self.num_agents,
+                                       min(twin.threads, max_threads))
+            plan[at] = (twin.name, geometry.grid, geometry.block)
+        return plan
 
     def __repr__(self) -> str:
         return (f"EnvWrapper({type(self.env).__name__}, {self.num_envs} envs x "

@@ -1,0 +1,115 @@
+"""Speed only, behind the fast door (wd_teach.floors): the Numba twin of observe_fast.cu,
+line for line, which says what it changes and why. It replaces tag_continuous_observe in
+step_numba.py (lesson 06's), with the same observation and `nearest` rows, bit for bit.
+
+Each thread builds its rows in shared memory, the block waits once, and each warp writes
+its 32 rows as one run. The run's index into the [env, agent, feature] array moves along
+by a lane count at a time, row and feature carried forward, not divided out of a flat index
+on every float (bench/row_writes_numba.py's rows_warp divides, and is 4 times slower than
+C's; this way is not yet measured)."""
+
+from numba import cuda, float32, int32
+
+from wd_teach.env import agent_id, env_id
+from wd_teach_envs._tag.tag_numba import (
+    MAX_NEAREST,
+    TILE,
+    clear,
+    end_game,
+    find_nearest,
+    neighbor,
+    observe_kernel,
+    observe_neighbor,
+    observe_self,
+    read_found,
+)
+
+OWN_FEATURES = 4
+STAGE_FLOATS = 10240  # 40 KB: a block's observation rows
+STAGE_INTS = 1536  # 6 KB: its `nearest` rows
+
+
+@cuda.jit(device=True)
+def max_speed_of(agent, num_taggers, tagger_max_speed, runner_max_speed):
+    return tagger_max_speed if agent < num_taggers else runner_max_speed
+
+
+@cuda.jit(device=True)
+def write_run(out, env, first, staged, start, rows, width, lane, live):
+    """A warp's `rows` rows of `width`, from staged[start:] to out[env, first:] as one run."""
+    row = lane // width
+    feature = lane - row * width
+    e = lane
+    while e < rows * width:
+        out[env, first + row, feature] = staged[start + e]
+        e += live
+        feature += live
+        while feature >= width:
+            feature -= width
+            row += 1
+
+
+@observe_kernel
+def tag_continuous_observe_fast(loc_x, loc_y, speed, heading, in_game, obs, nearest, rewards,
+                                done, timestep, runners_left, direction_x, direction_y,
+                                num_agents, num_taggers, num_neighbors, full_observation,
+                                search_grid, obs_size, own_size, episode_length, field_size,
+                                tagger_max_speed, runner_max_speed, end_reward):
+    """tag_continuous_observe, each row staged in shared memory and written by its warp."""
+    tile_x = cuda.shared.array(TILE, float32)
+    tile_y = cuda.shared.array(TILE, float32)
+    tile_in = cuda.shared.array(TILE, int32)
+    stage = cuda.shared.array(STAGE_FLOATS, float32)
+    stage_shown = cuda.shared.array(STAGE_INTS, int32)
+    if (cuda.blockDim.x * obs_size > STAGE_FLOATS
+            or cuda.blockDim.x * num_neighbors > STAGE_INTS):
+        return
+    found = cuda.local.array(MAX_NEAREST, int32)
+    env = env_id()
+    agent = agent_id()
+    active = agent < num_agents
+    if not full_observation and not search_grid:
+        find_nearest(loc_x, loc_y, in_game, env, agent, active, num_agents, num_neighbors,
+                     tile_x, tile_y, tile_in, found)
+    o = stage[cuda.threadIdx.x * obs_size:]
+    shown = stage_shown[cuda.threadIdx.x * num_neighbors:]
+    if active:
+        i = (env, agent)
+        if not full_observation and search_grid:
+            read_found(nearest[env, agent], num_neighbors, found)
+        observe_self(o, loc_x[i], loc_y[i], field_size, agent >= num_taggers, in_game[i])
+        o[OWN_FEATURES + 0] = speed[i] / max_speed_of(agent, num_taggers, tagger_max_speed,
+                                                      runner_max_speed)
+        o[OWN_FEATURES + 1] = direction_x[heading[i]]
+        o[OWN_FEATURES + 2] = direction_y[heading[i]]
+        k = 0
+        while k < num_neighbors:
+            n = o[own_size * (k + 1):]
+            other = neighbor(k, agent, full_observation, found)
+            j = (env, other if other >= 0 else 0)
+            if other < 0 or in_game[j] == 0:
+                clear(n, own_size)
+                shown[k] = -1
+            else:
+                shown[k] = other
+                observe_neighbor(n, loc_x[j] - loc_x[i], loc_y[j] - loc_y[i], field_size,
+                                 other >= num_taggers)
+                n[OWN_FEATURES + 0] = speed[j] / max_speed_of(other, num_taggers,
+                                                              tagger_max_speed,
+                                                              runner_max_speed)
+                n[OWN_FEATURES + 1] = direction_x[heading[j]]
+                n[OWN_FEATURES + 2] = direction_y[heading[j]]
+            k += 1
+        end_game(env, agent, agent >= num_taggers, in_game, rewards, done, timestep,
+                 runners_left, episode_length, end_reward)
+    cuda.syncthreads()  # every thread of the block reaches it: the stage is full
+    lane = cuda.threadIdx.x % 32
+    first = agent - lane
+    rows = max(0, min(32, num_agents - first))
+    live = min(32, cuda.blockDim.x - (cuda.threadIdx.x - lane))
+    if rows == 0:
+        return
+    warp = cuda.threadIdx.x - lane
+    write_run(obs, env, first, stage, warp * obs_size, rows, obs_size, lane, live)
+    write_run(nearest, env, first, stage_shown, warp * num_neighbors, rows, num_neighbors, lane,
+              live)

@@ -1,0 +1,108 @@
+"""The continuous Tag game's observe twin behind the fast door (envs/tag_continuous/
+observe_fast.cu and observe_fast_numba.py): with the fast floor on, the wrapper launches it in
+place of lesson 06's tag_continuous_observe, in blocks of as many warps as its shared-memory
+stage holds rows for, and every array after every step is still the NumPy reference's, bit
+for bit, `nearest` included. Here on Numba's simulator (several blocks an env, both searches,
+full observation, a last warp and a last block that are short); on a GPU, both backends at
+1,000 agents: tests/gpu/test_tag_fast_observe_gpu.py."""
+
+import re
+
+import pytest
+import torch
+
+from wd_teach.env.consistency import check_consistency
+from wd_teach.env.wrapper import EnvWrapper
+from wd_teach.floors import set_fast
+from wd_teach_envs.tag_continuous import env as tag_env
+from wd_teach_envs.tag_continuous.env import TagContinuous
+
+PLAIN, TWIN = "tag_continuous_observe", "tag_continuous_observe_fast"
+
+
+@pytest.fixture
+def fast():
+    set_fast(True)
+    yield
+    set_fast("reset")
+
+
+def test_the_twin_blocks_are_the_warps_whose_rows_the_stage_holds():
+    # lesson 06's game: 77 floats and 10 slots a row; 10,240 floats hold 4 warps' rows
+    (twin,) = TagContinuous().fast_kernels()
+    assert (twin.replaces, twin.name, twin.threads) == (PLAIN, TWIN, 128)
+    assert twin.cuda.is_file()
+    # few agents: no more warps than the agents fill
+    assert TagContinuous(num_taggers=2, num_runners=20).fast_kernels()[0].threads == 32
+    # every agent seen: rows of 7 x 43 floats, one warp's fit; of 7 x 60, none
+    full = TagContinuous(num_taggers=3, num_runners=40, num_nearest=None)
+    assert full.fast_kernels()[0].threads == 32
+    wide = TagContinuous(num_taggers=5, num_runners=55, num_nearest=None)
+    assert wide.fast_kernels()[0].threads == 0
+
+
+def test_the_stage_sizes_are_the_ones_both_kernels_declare():
+    from wd_teach_envs.tag_continuous import observe_fast_numba
+
+    source = (tag_env.Path(tag_env.__file__).with_name("observe_fast.cu")).read_text()
+    declared = dict(re.findall(r"#define (FAST_STAGE_\w+) (\d+)", source))
+    assert int(declared["FAST_STAGE_FLOATS"]) == tag_env.FAST_STAGE_FLOATS
+    assert int(declared["FAST_STAGE_INTS"]) == tag_env.FAST_STAGE_INTS
+    assert observe_fast_numba.STAGE_FLOATS == tag_env.FAST_STAGE_FLOATS
+    assert observe_fast_numba.STAGE_INTS == tag_env.FAST_STAGE_INTS
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_the_wrapper_launches_the_twin_only_behind_the_fast_door(on):
+    try:
+        set_fast(on)
+        env = TagContinuous(num_taggers=15, num_runners=135)
+        wrapper = EnvWrapper(env, 2, "numba")
+        names = [kernel for kernel, _, _ in wrapper.step_launches]
+        assert names == ["tag_continuous_move", "tag_catch", TWIN if on else PLAIN]
+        grid, block = wrapper.step_launches[-1][1:]
+        assert (grid, block) == (((2, 2), (128, 1, 1)) if on else (None, None))
+        # the NumPy reference steps alone: nothing to launch, nothing to replace
+        assert not hasattr(EnvWrapper(env, 2, "numpy"), "step_launches")
+    finally:
+        set_fast("reset")
+
+
+GAMES = {
+    # 150 agents: two blocks an env, 128 threads and 22 (a short last warp)
+    "tiles, two blocks": dict(num_taggers=15, num_runners=135, num_nearest=10),
+    "grid, two blocks": dict(num_taggers=15, num_runners=135, num_nearest=10, search="grid"),
+    # 16 slots, the most: 119 floats a row, two warps' rows fit
+    "sixteen nearest": dict(num_taggers=6, num_runners=60, num_nearest=16),
+    # rows of 7 x 43 floats: blocks of one warp, the last of 11 lanes
+    "full observation": dict(num_taggers=3, num_runners=40, num_nearest=None),
+}
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_the_twin_steps_as_the_reference_does(fast, game):
+    # tagging_distance 2: runners leave the game, so slots empty and rows clear
+    env = TagContinuous(episode_length=5, tagging_distance=2.0, **GAMES[game])
+    report = check_consistency(env, ["numpy", "numba"], num_envs=2, steps=6)
+    report.assert_ok()
+
+
+def test_the_twin_writes_what_the_plain_observe_writes():
+    """Plain and twin, the same actions: every array equal after every step (the reference
+    check above allows its tolerance; this one allows nothing)."""
+    env = TagContinuous(num_taggers=15, num_runners=135, episode_length=4, tagging_distance=2.0)
+    runs = {}
+    try:
+        for on in (False, True):
+            set_fast(on)
+            wrapper = EnvWrapper(env, 2, "numba", seed=3)
+            generator = torch.Generator().manual_seed(5)
+            runs[on] = []
+            for _ in range(5):  # past the end of an episode: an auto reset too
+                wrapper.step(wrapper.random_actions(generator))
+                runs[on].append({n: wrapper.store[n].clone() for n in wrapper.store.names})
+    finally:
+        set_fast("reset")
+    for plain, twin in zip(runs[False], runs[True], strict=True):
+        for name in plain:
+            assert torch.equal(plain[name], twin[name]), name
