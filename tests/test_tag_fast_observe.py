@@ -96,7 +96,7 @@ def test_the_twin_writes_what_the_plain_observe_writes():
         for on in (False, True):
             set_fast(on)
             wrapper = EnvWrapper(env, 2, "numba", seed=3)
-            generator = torch.Generator().manual_seed(5)
+            generator = torch.Generator(device=wrapper.device).manual_seed(5)  # a GPU's too
             runs[on] = []
             for _ in range(5):  # past the end of an episode: an auto reset too
                 wrapper.step(wrapper.random_actions(generator))
