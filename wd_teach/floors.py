@@ -8,7 +8,8 @@ too: they are ideas the course teaches.
 The **fast floor** is the folder `wd_teach/fast/`: everything that exists for speed alone
 (Triton kernels, custom autograd, compiled losses, weights cast once per rollout, a direct
 driver launch). Each piece there names the plain function it replaces and what it gained,
-and a test holds it equal to that function.
+and a test holds it equal to that function. An env may have twins of its step kernels too,
+beside its own steps (Env.fast_kernels), which the env wrapper launches on the fast floor.
 
 One setting chooses, read here and nowhere else:
 

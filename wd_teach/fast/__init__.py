@@ -10,4 +10,12 @@ plain function it replaces and what it gained (bench/NOTES.md).
     triton_kernels.py   the ReLU's backward and the gradient's masked product, in Triton
     direct_launch.py    Numba kernels launched by cuLaunchKernel through ctypes, arguments
                         packed once (replaces Numba's own `kernel[grid, block, stream](*args)`)
+
+An env's kernels are CUDA C and Numba beside its env.py, so their twins live there too,
+named by the env (Env.fast_kernels) and launched by the wrapper in the plain kernel's place
+behind the same switch:
+
+    envs/tag_continuous/observe_fast.cu (+ observe_fast_numba.py)
+                        the observe's rows staged in shared memory, each warp's written as
+                        one run (replaces step.cu's tag_continuous_observe, lesson 06's)
 """
