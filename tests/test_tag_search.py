@@ -70,6 +70,31 @@ def test_the_grid_has_about_two_agents_a_cell():
     assert game.constants()["grid_side"] == 22 and game.constants()["search_grid"] == 1
 
 
+def test_the_kernels_size_their_grid_for_the_agents_per_cell_the_game_aims_at():
+    """Each block sizes its grid by the agents still in the game, for AGENTS_PER_CELL a
+    cell, the number grid_side_for uses for the whole game: the three say one number."""
+    import re
+    from pathlib import Path
+
+    from wd_teach_envs._tag import game, nearest_numba
+
+    source = (Path(game.__file__).with_name("nearest.cu")).read_text()
+    (declared,) = re.findall(r"#define TAG_GRID_AGENTS_PER_CELL (\d+)", source)
+    assert int(declared) == nearest_numba.AGENTS_PER_CELL == game.AGENTS_PER_CELL
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_the_grid_search_holds_as_the_game_empties(backend, game):
+    """Runners leave fast here (a wide reach, or a field of 3 x 3 squares): from 60 agents
+    in the game to 6 to 15 in 8 steps, so the blocks size their grids from 5 cells a side
+    down to 2 or 3, and the slots stay the reference's."""
+    changes = {"tagging_distance": 8.0} if game == "tag_continuous" else {"grid_size": 3}
+    env = GAMES[game](num_taggers=6, num_runners=54, num_nearest=4, episode_length=10,
+                      search="grid", **changes)
+    report = check_consistency(env, ["numpy", backend], num_envs=3, steps=8)
+    report.assert_ok()
+
+
 @pytest.mark.parametrize("changes, says", [
     ({"search": "kd-tree"}, "search must be one of tiles, grid, got 'kd-tree'"),
     ({"search": "grid", "num_nearest": None}, "num_nearest=None shows every agent"),

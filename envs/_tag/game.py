@@ -34,7 +34,7 @@ import numpy as np
 from gymnasium import spaces
 
 from wd_teach.env import OBS, Env, EpisodeMetric, StateArray, Tolerance, require
-from wd_teach_envs._tag.nearest_numba import GRID_MAX_AGENTS, GRID_MAX_SIDE
+from wd_teach_envs._tag.nearest_numba import AGENTS_PER_CELL, GRID_MAX_AGENTS, GRID_MAX_SIDE
 from wd_teach_envs._tag.tag_numba import MAX_NEAREST
 
 #: This folder: tag.cuh and tag.cu, the CUDA C the two games share.
@@ -47,9 +47,9 @@ TAG_CUH = TAG_FOLDER / "tag.cuh"
 NEAREST_CU = TAG_FOLDER / "nearest.cu"
 #: The searches a game can use to find each agent's nearest (see the module's docstring).
 SEARCHES = ("tiles", "grid")
-#: Agents per cell that grid_side_for aims at: about two, so that the ring around an
-#: agent's own cell (9 cells, about 18 agents) holds its 10 nearest or nearly.
-AGENTS_PER_CELL = 2
+#: AGENTS_PER_CELL (nearest_numba.py, nearest.cu): the agents a cell that the grid aims at,
+#: about two, so that the ring around an agent's own cell (9 cells, about 18 agents) holds
+#: its 10 nearest or nearly.
 #: When a benchmark sizes a game by its number of agents: runners per tagger, and the most
 #: neighbours each agent sees (the benchmark game: 10 taggers, 100 runners, 10 nearest).
 RUNNERS_PER_TAGGER = 10
@@ -122,7 +122,8 @@ class TagConfig:
 
 def grid_side_for(num_agents: int) -> int:
     """Cells along a side of the grid search for a game of num_agents: about
-    AGENTS_PER_CELL agents to a cell, at most GRID_MAX_SIDE."""
+    AGENTS_PER_CELL agents to a cell, at most GRID_MAX_SIDE. The kernel takes this as its
+    largest grid, and each step sizes its own by the agents still in the game."""
     return max(1, min(GRID_MAX_SIDE, round(math.sqrt(num_agents / AGENTS_PER_CELL))))
 
 

@@ -6,9 +6,10 @@
 //                      shared-memory tiles. 999 pairs an agent at 1,000 agents.
 //   tag_nearest_grid   speed only; a game made with search="grid" launches it just before
 //                      its observe kernel, which reads its slots instead of calling
-//                      tag_find_nearest (envs/_tag/game.py). The block
-//                      sorts its env's agents into a grid_side x grid_side grid of cells in
-//                      shared memory (a counting sort), and each agent searches the cells
+//                      tag_find_nearest (envs/_tag/game.py). The block counts its env's
+//                      agents still in the game, sizes a square grid of cells for about two
+//                      a cell, sorts them into it in shared memory (a counting sort), and
+//                      each agent searches the cells
 //                      around its own, ring by ring, until nothing outside can be nearer
 //                      than its last slot: a few dozen pairs an agent, not 999.
 //
@@ -94,7 +95,18 @@ __device__ __forceinline__ int tag_cell_index(float x, float y, float cells_per_
          tag_cell_of(x, cells_per_unit, grid_side);
 }
 
+// The grid's side for the agents in the game now: about TAG_GRID_AGENTS_PER_CELL of them a
+// cell (round(sqrt(playing / 2))), at least 1 and at most the side sized for all of them.
+// Which side a block picks changes only how far its agents look, never what they find.
+#define TAG_GRID_AGENTS_PER_CELL 2
+__device__ __forceinline__ int tag_grid_side_for(int playing, int most) {
+  const int side = (int)(sqrtf((float)playing / TAG_GRID_AGENTS_PER_CELL) + 0.5f);
+  return min(max(side, 1), most);
+}
+
 // One thread per agent, every block of an env building the env's whole grid.
+// grid_side: the side grid_side_for gives the game with every agent in it (envs/_tag/game.py);
+// the block takes a smaller one when fewer are in the game.
 extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
     tag_nearest_grid(const float* loc_x, const float* loc_y, const int* in_game, int* nearest,
                      int num_agents, int num_nearest, int grid_side, float field_size) {
@@ -103,8 +115,21 @@ extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
   __shared__ int sorted_agent[TAG_GRID_MAX_AGENTS];
   __shared__ int cell_start[TAG_GRID_MAX_SIDE * TAG_GRID_MAX_SIDE + 1];
   __shared__ int cell_next[TAG_GRID_MAX_SIDE * TAG_GRID_MAX_SIDE];
+  __shared__ int playing;  // the env's agents in the game
   const int env = wd_env_id();
   const int agent = wd_agent_id();
+
+  // 0. Size the grid by the agents still in the game (as runners leave, cells would empty
+  //    and each agent would search more rings of them to find its nearest).
+  if (threadIdx.x == 0) playing = 0;
+  __syncthreads();
+  int mine = 0;
+  for (int a = threadIdx.x; a < num_agents; a += blockDim.x) {
+    mine += in_game[wd_slot(env, a, num_agents)] != 0;
+  }
+  if (mine > 0) atomicAdd(&playing, mine);
+  __syncthreads();
+  grid_side = tag_grid_side_for(playing, grid_side);
   const int cells = grid_side * grid_side;
   const float cells_per_unit = grid_side / field_size;
 

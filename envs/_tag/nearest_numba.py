@@ -10,6 +10,8 @@ NumPy reads the bits instead. Every integer that meets a key is made a uint64 fi
 turns uint64 mixed with a signed integer into a float64.
 """
 
+import math
+
 import numpy as np
 from numba import cuda, float32, int32, uint64
 
@@ -24,6 +26,7 @@ from wd_teach_envs._tag.tag_numba import (
 
 GRID_MAX_AGENTS = 2048  # the most agents of one env the grid holds
 GRID_MAX_SIDE = 32  # the most cells along a side
+AGENTS_PER_CELL = 2  # what a block sizes its grid for (game.py's AGENTS_PER_CELL)
 # Shared arrays need sizes Numba reads as constants: a product worked out in the call
 # (GRID_MAX_SIDE * GRID_MAX_SIDE + 1) is typed as a run-time int64 and does not compile.
 GRID_CELLS = 1024  # GRID_MAX_SIDE squared
@@ -112,17 +115,43 @@ def cell_index(x, y, cells_per_unit, grid_side):
             + cell_of(x, cells_per_unit, grid_side))
 
 
+@cuda.jit(device=True)
+def grid_side_for(playing, most):
+    """The grid's side for the agents in the game now: about AGENTS_PER_CELL of them a
+    cell, at least 1 and at most the side sized for all of them (nearest.cu says why)."""
+    side = int32(math.sqrt(float32(playing) / float32(AGENTS_PER_CELL)) + float32(0.5))
+    return min(max(side, 1), most)
+
+
 @observe_kernel
 def tag_nearest_grid(loc_x, loc_y, in_game, nearest, num_agents, num_nearest, grid_side,
                      field_size):
-    """One thread per agent, every block of an env building the env's whole grid."""
+    """One thread per agent, every block of an env building the env's whole grid.
+    grid_side: the side for the game with every agent in it; the block takes a smaller one
+    when fewer are in the game."""
     sorted_x = cuda.shared.array(GRID_MAX_AGENTS, float32)  # agents in the game, by cell
     sorted_y = cuda.shared.array(GRID_MAX_AGENTS, float32)
     sorted_agent = cuda.shared.array(GRID_MAX_AGENTS, int32)
     cell_start = cuda.shared.array(GRID_CELL_STARTS, int32)
     cell_next = cuda.shared.array(GRID_CELLS, int32)
+    playing = cuda.shared.array(1, int32)  # the env's agents in the game
     env = env_id()
     agent = agent_id()
+
+    # 0. Size the grid by the agents still in the game.
+    if cuda.threadIdx.x == 0:
+        playing[0] = 0
+    cuda.syncthreads()
+    mine = 0
+    a = cuda.threadIdx.x
+    while a < num_agents:
+        if in_game[env, a] != 0:
+            mine += 1
+        a += cuda.blockDim.x
+    if mine > 0:
+        cuda.atomic.add(playing, 0, mine)
+    cuda.syncthreads()
+    grid_side = grid_side_for(playing[0], grid_side)
     cells = grid_side * grid_side
     cells_per_unit = float32(grid_side) / field_size
 
