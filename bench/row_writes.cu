@@ -87,8 +87,8 @@ extern "C" __global__ void rows_warp(float* obs, int num_agents, int obs_size) {
   const int agent = wd_agent_id();
   const int lane = threadIdx.x % 32;
   const int first = agent - lane;                         // the warp's first agent
-  const int rows = max(0, min(32, num_agents - first));   // the agents this warp has
   const int live = min(32, (int)blockDim.x - (int)(threadIdx.x / 32) * 32);  // its lanes
+  const int rows = max(0, min(live, num_agents - first));  // a lane's, and only agents there are
   float* mine = stage + (threadIdx.x / 32) * 32 * obs_size;
   if (agent < num_agents) {
     const int i = wd_slot(env, agent, num_agents);

@@ -75,8 +75,8 @@ def rows_warp(obs, num_agents, obs_size):
     agent = agent_id()
     lane = cuda.threadIdx.x % 32
     first = agent - lane
-    rows = max(0, min(32, num_agents - first))
     live = min(32, cuda.blockDim.x - (cuda.threadIdx.x // 32) * 32)
+    rows = max(0, min(live, num_agents - first))  # a lane's, and only agents there are
     mine = (cuda.threadIdx.x // 32) * 32 * obs_size
     if agent < num_agents:
         i = env * num_agents + agent

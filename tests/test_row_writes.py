@@ -19,6 +19,7 @@ def row_writes(bench_script):
     (40, 1024),  # one block of 40 threads: a warp of 8 lanes at its end
     (40, 32),    # two blocks an env, the second 8 agents of 32 threads
     (70, 64),    # two blocks of two warps, the last warp 6 agents
+    (40, 16),    # blocks of half a warp: a warp's rows end at its block's end
 ])
 @pytest.mark.parametrize("kernel", ["rows_own", "rows_staged", "rows_flat", "rows_warp"])
 def test_each_writer_writes_every_float_of_every_row(row_writes, kernel, agents, max_threads):

@@ -87,6 +87,18 @@ def test_the_twin_steps_as_the_reference_does(fast, game):
     report.assert_ok()
 
 
+@pytest.mark.parametrize("search", ["tiles", "grid"])
+def test_the_twin_holds_in_blocks_smaller_than_a_warp(fast, search):
+    """max_threads=16: the twin's blocks are half warps, and a warp's rows are only the
+    block's own (its lanes stop at the block's end, not at 32 or at the last agent)."""
+    env = TagContinuous(num_taggers=4, num_runners=36, num_nearest=5, episode_length=6,
+                        search=search)
+    wrapper = EnvWrapper(env, 2, "numba", max_threads=16)
+    assert wrapper.step_launches[-1][1:] == ((2, 3), (16, 1, 1))
+    report = check_consistency(env, ["numpy", "numba"], num_envs=2, steps=4, max_threads=16)
+    report.assert_ok()
+
+
 def test_the_twin_writes_what_the_plain_observe_writes():
     """Plain and twin, the same actions: every array equal after every step (the reference
     check above allows its tolerance; this one allows nothing)."""

@@ -91,9 +91,11 @@ extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
   }
   __syncthreads();  // every thread of the block reaches it: the stage is full
   const int lane = threadIdx.x % 32;
-  const int first = agent - lane;                               // the warp's first agent
-  const int rows = max(0, min(32, num_agents - first));         // the agents this warp has
+  const int first = agent - lane;  // the warp's first agent
   const int live = min(32, (int)blockDim.x - (int)(threadIdx.x - lane));  // its lanes
+  // Its rows: one a lane, and only the agents there are; a block of fewer than 32 threads
+  // ends its warp early, and the next block writes the rows after it.
+  const int rows = max(0, min(live, num_agents - first));
   if (rows == 0) return;
   const long long at = wd_slot(env, first, num_agents);
   fast_write_run(obs + at * obs_size, stage + (threadIdx.x - lane) * obs_size, rows, obs_size,

@@ -105,8 +105,8 @@ def tag_continuous_observe_fast(loc_x, loc_y, speed, heading, in_game, obs, near
     cuda.syncthreads()  # every thread of the block reaches it: the stage is full
     lane = cuda.threadIdx.x % 32
     first = agent - lane
-    rows = max(0, min(32, num_agents - first))
     live = min(32, cuda.blockDim.x - (cuda.threadIdx.x - lane))
+    rows = max(0, min(live, num_agents - first))  # a lane's, and only agents there are
     if rows == 0:
         return
     warp = cuda.threadIdx.x - lane
