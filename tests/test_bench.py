@@ -107,13 +107,26 @@ def test_sampler_and_rollout_rows():
     assert rollout["env_steps"] == 2 * 2 and rollout["breakdown"] is None
 
 
+@pytest.mark.parametrize("fast", [True, False])
+def test_results_say_which_floor_ran(fast):
+    from wd_teach.floors import set_fast
+
+    try:
+        set_fast(fast)
+        found = run_bench("env", envs=[1], agents=[3], backends=["numpy"], iterations=1)
+    finally:
+        set_fast("reset")
+    assert found["floor"] == ("fast" if fast else "plain")
+
+
 def test_results_are_plain_json_with_the_device_and_versions(env_results, tmp_path):
     path = write_results(env_results, tmp_path / "out" / "bench.json")
     text = path.read_text()
     back = json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
     assert back == load_results(path)
     assert back["format"] == FORMAT
-    assert set(back) == {"format", "created", "device", "versions", "config", "rows", "ratios"}
+    assert set(back) == {"format", "created", "device", "versions", "config", "floor", "rows",
+                         "ratios"}
     assert {"name", "kind", "driver", "driver_cuda", "memory_gib", "gpus"} <= set(back["device"])
     assert {"python", "torch", "torch_cuda", "numpy", "numba", "numba_cuda", "pycuda",
             "wd_teach"} == set(

@@ -47,6 +47,7 @@ from wd_teach import backends as backend_list
 from wd_teach.backends import ALL as ENV_BACKENDS
 from wd_teach.device import discover, gpu_available
 from wd_teach.errors import BenchError, EnvError
+from wd_teach.floors import fast_floor
 from wd_teach.lessons.sizes import lesson_sizes
 from wd_teach.scale.autoscale import out_of_memory, release_gpu_memory
 from wd_teach.timing import time_calls
@@ -470,10 +471,13 @@ def _run_job(config: TrainConfig, plan: Plan, job: Job) -> Row:
 
 
 def results(plan: Plan, rows: Sequence[Row]) -> dict:
-    """Everything a reader needs to trust and redo the numbers, as a plain dict."""
+    """Everything a reader needs to trust and redo the numbers, as a plain dict. `floor`:
+    which code ran, "fast" (wd_teach/fast/ and the envs' twins, the default on a GPU) or
+    "plain" (the lessons' own; WD_TEACH_FAST=0)."""
     return {"format": FORMAT,
             "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "device": machine(), "versions": versions(), "config": plan.describe(),
+            "floor": "fast" if fast_floor("cuda" if plan.gpu else "cpu") else "plain",
             "rows": [row.as_dict() for row in rows], "ratios": ratios(rows)}
 
 
