@@ -19,19 +19,17 @@ input checked; tests/test_tag_nearest.py holds both to tag_reference.neighbors w
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import platform
 import statistics
 from pathlib import Path
 
 import numpy as np
 import torch
 
-import wd_teach
 from wd_teach.data import DataStore
 from wd_teach.errors import EnvError
 from wd_teach.launch import KernelLauncher
+from wd_teach.scale.bench import machine, versions, write_results
 from wd_teach.timing import time_calls
 from wd_teach_envs._tag import nearest_numba
 from wd_teach_envs._tag.game import TAG_FOLDER as TAG
@@ -191,12 +189,9 @@ def main(argv=None) -> dict:
                 print(f"{backend:<8} {row['method']:<6} {agents:>6} {grid:>5} "
                       f"{row['ms_per_search']:>10.3f} {row['pairs_per_second']:>10.3g} "
                       f"{'yes' if same else 'NO':>10}", flush=True)
-    name = torch.cuda.get_device_name(0) if gpu else f"CPU ({platform.processor() or 'cpu'})"
-    result = {"benchmark": "nearest", "device": name, "torch": torch.__version__,
-              "wd_teach": wd_teach.__version__, "field_size": FIELD, "calls": args.calls,
-              "rows": rows}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    result = {"benchmark": "nearest", "machine": machine(), "versions": versions(),
+              "field_size": FIELD, "calls": args.calls, "rows": rows}
+    write_results(result, args.out)
     return result
 
 
