@@ -68,6 +68,20 @@ def test_the_wrapper_launches_the_twin_only_behind_the_fast_door(on):
         set_fast("reset")
 
 
+def test_each_backend_says_what_it_loads_for_the_twin():
+    """PyCUDA the twin's CUDA C with the env's headers, Numba its module; the exercises'
+    CPU runner of CUDA C nothing: the checkers run the kernels a learner reads or writes."""
+    from wd_teach.backends import NUMBA, PYCUDA
+    from wd_teach.exercises.host_c import HOST_C
+
+    env = TagContinuous()
+    (twin,) = env.fast_kernels()
+    assert PYCUDA.twin_kernels(env, twin) == (twin.cuda, env.include_dirs())
+    module, _ = NUMBA.twin_kernels(env, twin)
+    assert hasattr(module, TWIN)
+    assert HOST_C.twin_kernels(env, twin) is None
+
+
 GAMES = {
     # 150 agents: two blocks an env, 128 threads and 22 (a short last warp)
     "tiles, two blocks": dict(num_taggers=15, num_runners=135, num_nearest=10),

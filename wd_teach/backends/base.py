@@ -96,6 +96,11 @@ class KernelBackend(Backend):
         """What to `load` for a layer folder's kernels (`package` "wd_teach.sampler")."""
         raise NotImplementedError
 
+    def twin_kernels(self, env, twin) -> tuple[object, tuple] | None:
+        """What to `load` for a step kernel's fast twin (an env.FastKernel), as (kernels,
+        include_dirs); None where this backend runs the plain kernels only."""
+        return None
+
     def array_argument(self, tensor: torch.Tensor):
         """What a kernel receives for one of the store's arrays (no copy)."""
         raise NotImplementedError
@@ -124,6 +129,9 @@ class CudaCBackend(KernelBackend):
 
     def env_kernels(self, env) -> list[tuple[object, tuple]]:
         return [(source, env.include_dirs()) for source in env.cuda_sources()]
+
+    def twin_kernels(self, env, twin) -> tuple[object, tuple] | None:
+        return (twin.cuda, env.include_dirs())
 
     def layer_kernels(self, package: str) -> Path:
         folder = importlib.util.find_spec(package).submodule_search_locations[0]

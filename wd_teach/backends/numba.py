@@ -73,6 +73,9 @@ class NumbaBackend(KernelBackend):
     def env_kernels(self, env) -> list[tuple[object, tuple]]:
         return [(env.numba_kernels(), ())]
 
+    def twin_kernels(self, env, twin) -> tuple[object, tuple] | None:
+        return (env.numba_twin(twin), ())
+
     def layer_kernels(self, package: str) -> types.ModuleType:
         return importlib.import_module(f"{package}.kernels_numba")
 

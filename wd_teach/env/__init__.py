@@ -461,6 +461,10 @@ class Env:
         (FastKernel says how). Most envs have none: the plain kernels are the lesson."""
         return ()
 
+    def numba_twin(self, twin: FastKernel):
+        """The module beside env.py that holds `twin`'s Numba kernel."""
+        return self._sibling(twin.numba)
+
     def numba_kernels(self):
         """What the Numba backend loads: the module step_numba.py beside env.py."""
         return self._sibling("step_numba")

@@ -272,20 +272,18 @@ class EnvWrapper:
 
     def _plan_launches(self, max_threads: int) -> list[tuple[str, tuple | None, tuple | None]]:
         """The step's kernels, each plain one replaced by its fast twin where the fast floor
-        is on for this device and the env has a twin that fits the game. Only PyCUDA and
-        Numba launch twins: the exercises' CPU runner of CUDA C runs the plain kernels."""
+        is on for this device and the env has a twin that fits the game. A backend may run
+        the plain kernels only (the exercises' CPU runner of CUDA C does)."""
         plan = [(kernel, None, None) for kernel in self.env.step_kernels]
-        if self.backend not in ("pycuda", "numba") or not fast_floor(self.store.device):
+        if not fast_floor(self.store.device):
             return plan
         twins = {t.replaces: t for t in self.env.fast_kernels() if t.threads > 0}
         for at, (kernel, _, _) in enumerate(plan):
             twin = twins.get(kernel)
-            if twin is None:
+            load = None if twin is None else self.backend.twin_kernels(self.env, twin)
+            if load is None:
                 continue
-            if self.backend == "pycuda":
-                self.launcher.load(twin.cuda, include_dirs=self.env.include_dirs())
-            else:
-                self.launcher.load(self.env._sibling(twin.numba))
+            self.launcher.load(load[0], include_dirs=load[1])
             geometry = launch_geometry(self.num_envs, self.num_agents,
                                        min(twin.threads, max_threads))
             plan[at] = (twin.name, geometry.grid, geometry.block)

@@ -134,6 +134,11 @@ class HostCBackend(CudaCBackend):
         if compiler() is None:
             raise LaunchError(self.why_not(None))
 
+    def twin_kernels(self, env, twin):
+        """None: the checkers run an env's plain kernels, the ones the learner wrote or read,
+        never a fast twin."""
+        return None
+
     def load(self, source, include_dirs=()) -> dict[str, tuple[object, list]]:
         text = cuda_c.read_source(source)
         signatures = cuda_c.kernel_signatures(text)
