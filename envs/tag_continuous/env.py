@@ -14,18 +14,12 @@ speed and heading features of the observation.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from gymnasium import spaces
 
-from wd_teach.env import MAX_THREADS_PER_BLOCK, FastKernel, StateArray, require
+from wd_teach.env import StateArray, require
 from wd_teach_envs._tag.game import TagConfig, TagGame
-
-#: The shared memory that observe_fast.cu (and its Numba twin) stages a block's rows in:
-#: floats of observation and ints of `nearest`, the sizes both kernels declare.
-FAST_STAGE_FLOATS = 10240
-FAST_STAGE_INTS = 1536
 
 
 @dataclass(frozen=True)
@@ -66,16 +60,10 @@ class TagContinuous(TagGame):
         return spaces.MultiDiscrete([len(self.config.accelerations), len(self.config.turns)])
 
     def fast_kernels(self):
-        """Behind the fast door, the observe writes its rows through shared memory, a warp's
-        rows as one run (observe_fast.cu says why): blocks of as many whole warps as the
-        stage holds rows for, 128 threads at 10 nearest; none where a warp's rows do not fit
-        (a full observation of many agents), and the plain observe runs."""
-        warps = min(FAST_STAGE_FLOATS // (32 * self.observation_space.shape[0]),
-                    FAST_STAGE_INTS // (32 * self.num_neighbors),
-                    -(-self.num_agents // 32), MAX_THREADS_PER_BLOCK // 32)
-        return (FastKernel(replaces="tag_continuous_observe", name="tag_continuous_observe_fast",
-                           cuda=Path(__file__).with_name("observe_fast.cu"),
-                           numba="observe_fast_numba", threads=32 * warps),)
+        """Speed only: the observe's twin behind the fast door (fast.py says how)."""
+        from wd_teach_envs.tag_continuous.fast import observe_twin
+
+        return (observe_twin(self),)
 
     def initial_positions(self, num_envs, rng):
         size = self.config.field_size
