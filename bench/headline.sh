@@ -9,7 +9,9 @@
 # Stages, in order: the env step alone at 110, 500 and 1,000 agents (where the time goes as
 # the game grows); the nearest-neighbour search alone, tiled against the spatial grid
 # (bench/nearest.py, both kernel backends: NEAREST_BACKENDS, NEAREST_AGENTS); the step's
-# GPU time kernel by kernel at 1,000 agents (bench/env_kernels.py, on a GPU); then, with the
+# GPU time kernel by kernel at 1,000 agents (bench/env_kernels.py, on a GPU); the continuous
+# game's observe, lesson 06's against its twin behind the fast door, on one state
+# (bench/observe_twin.py, grid search, both kernel backends, OBSERVE_AGENTS); then, with the
 # games' search set to HEADLINE_SEARCH (default grid: nearest.cu's grid, launched before the
 # observe kernel; tiles: the search inside it, as the first stage has), the step at 1,000
 # both games and both backends; the rollout; end-to-end
@@ -29,6 +31,7 @@ one="${HEADLINE_BACKEND:-pycuda}"          # HEADLINE_BACKEND=numpy HEADLINE_BAC
 both="${HEADLINE_BACKENDS:-pycuda,numba}"  # HEADLINE_ENVS=2: a smoke test on a CPU
 kernel_backends="${NEAREST_BACKENDS:-pycuda,numba}"
 nearest_agents="${NEAREST_AGENTS:-110,500,1000}"
+observe_agents="${OBSERVE_AGENTS:-1000}"
 search="env.params.search=${HEADLINE_SEARCH:-grid}"
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
@@ -37,7 +40,7 @@ failed=0
 asked="${HEADLINE_STAGES:-}"
 asked="${asked// /}"  # "env-both, rollout" names two stages too
 only=",${asked:-all},"
-stages="env-agents nearest env-kernels env-both env-grid rollout train warpdrive"
+stages="env-agents nearest env-kernels observe-twin env-both env-grid rollout train warpdrive"
 for name in ${asked//,/ }; do
   [[ " $stages " == *" $name "* ]] || {
     echo "headline.sh: no stage named '$name' in HEADLINE_STAGES; the stages: $stages" >&2
@@ -79,6 +82,8 @@ if python3 -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then
 else
   echo "=== env-kernels: skipped (torch sees no CUDA GPU: the profile is of GPU kernels)"
 fi
+stage observe-twin 240 bench/observe_twin.py "$out/observe-twin.json" --envs "$envs" \
+  --agents "$observe_agents" --backends "$kernel_backends"
 stage env-both 240 $(bench env --envs "$envs" --agents 1000 --backend "$both" \
   --iterations 20 --set "$search" --out "$out/env-both.json")
 stage env-grid 240 $(bench env --env tag_grid --envs "$envs" --agents 1000 \

@@ -346,7 +346,8 @@ def test_the_headline_script_runs_every_stage_and_writes_its_rows(tmp_path):
     env = {**{k: v for k, v in os.environ.items() if k != "HEADLINE_STAGES"},  # all of them
            "HEADLINE_ENVS": "2", "HEADLINE_BACKEND": "numpy",
            "HEADLINE_BACKENDS": "numpy", "TRAIN_STEPS": "4",
-           "NEAREST_BACKENDS": "numba", "NEAREST_AGENTS": "40"}  # Numba's simulator
+           "NEAREST_BACKENDS": "numba", "NEAREST_AGENTS": "40",  # Numba's simulator
+           "OBSERVE_AGENTS": "40"}
     done = subprocess.run(["bash", str(repo / "bench" / "headline.sh"), str(tmp_path), "none"],
                           cwd=repo, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr  # the number of failed stages
@@ -358,6 +359,9 @@ def test_the_headline_script_runs_every_stage_and_writes_its_rows(tmp_path):
     assert "nearest: exit 0" in done.stdout, done.stdout
     rows = json.loads((tmp_path / "nearest.json").read_text())["rows"]
     assert {r["method"] for r in rows} == {"tiles", "grid"} and all(r["same_slots"] for r in rows)
+    assert "observe-twin: exit 0" in done.stdout, done.stdout
+    rows = json.loads((tmp_path / "observe-twin.json").read_text())["rows"]
+    assert [r["observe"] for r in rows] == ["plain", "twin"] and all(r["same"] for r in rows)
 
 
 
