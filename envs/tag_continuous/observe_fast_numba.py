@@ -23,15 +23,10 @@ from wd_teach_envs._tag.tag_numba import (
     observe_self,
     read_found,
 )
+from wd_teach_envs.tag_continuous.step_numba import OWN_FEATURES, max_speed_of
 
-OWN_FEATURES = 4
 STAGE_FLOATS = 10240  # 40 KB: a block's observation rows
 STAGE_INTS = 1536  # 6 KB: its `nearest` rows
-
-
-@cuda.jit(device=True)
-def max_speed_of(agent, num_taggers, tagger_max_speed, runner_max_speed):
-    return tagger_max_speed if agent < num_taggers else runner_max_speed
 
 
 @cuda.jit(device=True)
