@@ -2,7 +2,7 @@
 
     python bench/env_kernels.py out.json --env tag_continuous --envs 100,500,10000
     python bench/env_kernels.py out.json --cuda-dir old/ --label before   # another step.cu
-    python bench/env_kernels.py out.json --envs 2000 --agents 1000   # the seed's headline
+    python bench/env_kernels.py out.json --envs 2000 --agents 1000 --set env.params.search=grid
 
 Each row steps `--envs` environments with random actions, `--steps` times after a warm-up,
 under torch.profiler, and divides each kernel's summed GPU time by the steps: what a step
@@ -25,6 +25,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from wd_teach.env.wrapper import EnvWrapper
+from wd_teach.floors import fast_floor
 from wd_teach.train.config import load_config, make_env
 
 
@@ -37,9 +38,10 @@ def from_folder(env, folder: Path):
 
 
 def kernel_times(name: str, num_envs: int, backend: str, steps: int,
-                 folder: Path | None, agents: int | None = None) -> dict[str, float]:
+                 folder: Path | None, agents: int | None = None,
+                 sets: tuple[str, ...] = ()) -> dict[str, float]:
     """Microseconds of GPU time per step, by kernel name, and "other" for the rest."""
-    env = make_env(load_config(name, gpu=True).env)  # the game as a GPU run plays it
+    env = make_env(load_config(name, gpu=True, sets=sets).env)  # as a GPU run plays it
     if agents is not None:
         env = type(env)(env.config, **env.params_for_agents(agents))
     if folder is not None:
@@ -75,15 +77,18 @@ def main() -> None:
     parser.add_argument("--label", default="")
     parser.add_argument("--agents", type=int, default=None,
                         help="a game of this many agents (default: the config's)")
+    parser.add_argument("--set", dest="sets", action="append", default=[],
+                        help="KEY=VALUE changes to the config, as `wd-teach train --set`")
     args = parser.parse_args()
     rows = []
     backends = ["pycuda"] if args.cuda_dir else args.backends.split(",")
     for num_envs in (int(n) for n in args.envs.split(",")):
         for backend in backends:
             times = kernel_times(args.env, num_envs, backend, args.steps, args.cuda_dir,
-                                 args.agents)
+                                 args.agents, tuple(args.sets))
             rows.append({"label": args.label, "env": args.env, "num_envs": num_envs,
-                         "agents": args.agents, "backend": backend, "us_per_step": times})
+                         "agents": args.agents, "sets": args.sets,
+                         "floor": "fast" if fast_floor("cuda") else "plain", "backend": backend, "us_per_step": times})
             cells = "  ".join(f"{k.split('(')[0]} {v:8.1f}" for k, v in times.items())
             print(f"{args.label:>8} {num_envs:>6} envs {backend:>6}: {cells}  "
                   f"total {sum(times.values()):8.1f} us", flush=True)

@@ -78,7 +78,7 @@ stage nearest 120 bench/nearest.py "$out/nearest.json" --envs "$envs" \
 # Where a step's GPU time goes at 1,000 agents, kernel by kernel (torch.profiler): a GPU only.
 if python3 -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then
   stage env-kernels 150 bench/env_kernels.py "$out/env-kernels.json" --envs "$envs" \
-    --agents 1000 --backends "$one" --steps 20
+    --agents 1000 --backends "$both" --steps 20 --set "$search"
 else
   echo "=== env-kernels: skipped (torch sees no CUDA GPU: the profile is of GPU kernels)"
 fi
