@@ -88,7 +88,8 @@ def main() -> None:
                                  args.agents, tuple(args.sets))
             rows.append({"label": args.label, "env": args.env, "num_envs": num_envs,
                          "agents": args.agents, "sets": args.sets,
-                         "floor": "fast" if fast_floor("cuda") else "plain", "backend": backend, "us_per_step": times})
+                         "floor": "fast" if fast_floor("cuda") else "plain",
+                         "backend": backend, "us_per_step": times})
             cells = "  ".join(f"{k.split('(')[0]} {v:8.1f}" for k, v in times.items())
             print(f"{args.label:>8} {num_envs:>6} envs {backend:>6}: {cells}  "
                   f"total {sum(times.values()):8.1f} us", flush=True)

@@ -7,6 +7,7 @@ import runpy
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -475,3 +476,30 @@ def test_greedy_runners_trains_what_lesson_11_trains(bench_script):
             made = found["tag_run"](3, critic=critic)
             assert made["env"] == "tag_continuous"
             assert made["overrides"] == bench.lesson_overrides(3, critic, sizes)
+
+
+@pytest.mark.parametrize("playing, per_cell", [(200, 2.0), (60, 1.0), (1000, 4.0)])
+def test_the_grid_model_stops_only_when_its_rings_hold_the_true_nearest(bench_script, playing,
+                                                                         per_cell):
+    """bench/grid_model.py counts what the grid search compares under the kernel's stopping
+    rule; the rule is right only if the square of rings it stopped at holds each agent's
+    true 10 nearest in the game, which a search over every pair says."""
+    module = bench_script("grid_model")
+    rng = np.random.default_rng(1)
+    agents, nearest = 1000, 10
+    x, y = rng.random(agents), rng.random(agents)
+    in_game = np.zeros(agents, bool)
+    in_game[rng.choice(agents, playing, replace=False)] = True
+    side = min(max(int(np.sqrt(playing / per_cell) + 0.5), 1), 32)
+    cells_x, cells_y = (np.minimum((v * side).astype(int), side - 1) for v in (x, y))
+    rings = []
+    for me in range(0, agents, 7):
+        found, ring = module.search(x, y, in_game, me, side, nearest)
+        others = np.flatnonzero(in_game & (np.arange(agents) != me))
+        true = others[np.argsort((x[others] - x[me]) ** 2 + (y[others] - y[me]) ** 2)[:nearest]]
+        reach = np.maximum(abs(cells_x[true] - cells_x[me]), abs(cells_y[true] - cells_y[me]))
+        assert reach.max() <= ring and found >= nearest
+        rings.append(ring)
+    assert max(rings) > 0  # some agent looked past its own cell: the rule was exercised
+    _, lane, warp, _ = module.model(agents, playing, per_cell, nearest, warps=8)
+    assert nearest <= lane <= warp
