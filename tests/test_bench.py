@@ -494,12 +494,13 @@ def test_the_grid_model_stops_only_when_its_rings_hold_the_true_nearest(bench_sc
     cells_x, cells_y = (np.minimum((v * side).astype(int), side - 1) for v in (x, y))
     rings = []
     for me in range(0, agents, 7):
-        found, ring = module.search(x, y, in_game, me, side, nearest)
+        found, ring, walked = module.search(x, y, in_game, me, side, nearest)
         others = np.flatnonzero(in_game & (np.arange(agents) != me))
         true = others[np.argsort((x[others] - x[me]) ** 2 + (y[others] - y[me]) ** 2)[:nearest]]
         reach = np.maximum(abs(cells_x[true] - cells_x[me]), abs(cells_y[true] - cells_y[me]))
         assert reach.max() <= ring and found >= nearest
+        assert len(walked) == ring + 1 and sum(map(sum, walked)) == found  # every cell once
         rings.append(ring)
     assert max(rings) > 0  # some agent looked past its own cell: the rule was exercised
-    _, lane, warp, _ = module.model(agents, playing, per_cell, nearest, warps=8)
-    assert nearest <= lane <= warp
+    _, lane, warp, together, _ = module.model(agents, playing, per_cell, nearest, warps=8)
+    assert nearest <= lane <= warp <= together
