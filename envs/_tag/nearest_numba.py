@@ -1,7 +1,14 @@
 """The nearest-neighbour search of the Tag games by itself, two ways, in Numba: the twin of
-envs/_tag/nearest.cu, line for line (that file says why there are two, what the grid is
-for, and how a game with search="grid" launches it). Both write nearest[env, agent, k]
-(-1: no one), the slots of tag_reference.neighbors, bit for bit.
+envs/_tag/nearest.cu, line for line but in one place (that file says why there are two,
+what the grid is for, and how a game with search="grid" launches it). Both write
+nearest[env, agent, k] (-1: no one), the slots of tag_reference.neighbors, bit for bit.
+
+The one place: the grid search here walks an agent's cells in nested loops, a ring's cells
+and each cell's candidates, where nearest.cu takes each lane's candidates as one run. The
+same walk in Numba took the search from 2,217 to 3,204 us a step at 2,000 x 1,000 on an
+H200 (bench/NOTES.md, "The grid search's lanes, each taking its candidates as one run,
+measured"), where CUDA C gained 3%; why was not measured, so this twin keeps the walk that
+was faster under Numba.
 
 Numba has no __float_as_uint; libdevice's float_as_int gives the same bits (and int_as_float
 turns them back) (as an int32, of
@@ -123,27 +130,6 @@ def grid_side_for(playing, most):
     return min(max(side, 1), most)
 
 
-@cuda.jit(device=True)
-def searched(last, my_x, my_y, cx, cy, r, cell, slack, grid_side):
-    """Whether an agent's search can stop after ring r: every slot is full and nothing
-    outside the square of rings searched can come before the last (nearest.cu's
-    tag_grid_searched says why the slack and the 0.999)."""
-    if last == NO_ONE:
-        return False
-    margin = float32(np.inf)
-    if cx - r > 0:
-        margin = min(margin, my_x - float32(cx - r) * cell)
-    if cx + r < grid_side - 1:
-        margin = min(margin, float32(cx + r + 1) * cell - my_x)
-    if cy - r > 0:
-        margin = min(margin, my_y - float32(cy - r) * cell)
-    if cy + r < grid_side - 1:
-        margin = min(margin, float32(cy + r + 1) * cell - my_y)
-    margin = margin - slack
-    last_d2 = bits_float(int32(last >> SHIFT))
-    return margin > 0 and last_d2 < float32(0.999) * margin * margin
-
-
 @observe_kernel
 def tag_nearest_grid(loc_x, loc_y, in_game, nearest, num_agents, num_nearest, grid_side,
                      field_size):
@@ -215,38 +201,26 @@ def tag_nearest_grid(loc_x, loc_y, in_game, nearest, num_agents, num_nearest, gr
     if agent >= num_agents:
         return
 
-    # 4. Search the cells around mine, nearest rings first, until nothing further can be
-    #    nearer: each turn compares one candidate, a lane moving on to its next cell within
-    #    the turn (nearest.cu says why: a warp's lanes do not wait at every cell).
+    # 4. Search ring by ring: ring r is the cells r away from mine, ring 0 my own cell.
     my_x = loc_x[env, agent]
     my_y = loc_y[env, agent]
     cx = cell_of(my_x, cells_per_unit, grid_side)
     cy = cell_of(my_y, cells_per_unit, grid_side)
     cell = field_size / float32(grid_side)
-    slack = float32(1e-4) * cell  # see searched
+    slack = float32(1e-4) * cell  # nearest.cu says why
     best = cuda.local.array(MAX_NEAREST, uint64)
     for k in range(MAX_NEAREST):
         best[k] = NO_ONE
     last = NO_ONE  # the key in the last slot
-    r = 0  # ring r
-    t = 0  # the next of its cells to walk
-    s = 0  # the candidates of the cell being walked: sorted_*[s, end)
-    end = 0
-    searching = True
-    while searching:
-        while s == end:  # this cell is done: on to the next
-            if t == (1 if r == 0 else 8 * r):  # ring r is done: stop, or walk the next ring
-                if searched(last, my_x, my_y, cx, cy, r, cell, slack, grid_side):
-                    searching = False
-                    break
-                r += 1
-                if r == grid_side:
-                    searching = False
-                    break
-                t = 0
+    r = 0
+    while r < grid_side:
+        # The ring's cells in one walk, each once: four sides of 2r, clockwise from its
+        # top left corner (1 cell for r = 0); those off the field are passed over.
+        ring = 1 if r == 0 else 8 * r
+        t = 0
+        while t < ring:
             side = 0 if r == 0 else t // (2 * r)
             along = 0 if r == 0 else t % (2 * r)
-            t += 1
             if side == 0:
                 gx, gy = cx - r + along, cy - r
             elif side == 1:
@@ -255,18 +229,35 @@ def tag_nearest_grid(loc_x, loc_y, in_game, nearest, num_agents, num_nearest, gr
                 gx, gy = cx + r - along, cy + r
             else:
                 gx, gy = cx - r, cy + r - along
+            t += 1
             if gx < 0 or gx >= grid_side or gy < 0 or gy >= grid_side:
                 continue
-            s = cell_start[gy * grid_side + gx]
-            end = cell_start[gy * grid_side + gx + 1]
-        if not searching:
-            break
-        other = sorted_agent[s]
-        if other != agent:
-            key = key_of(distance2(sorted_x[s] - my_x, sorted_y[s] - my_y), other)
-            if key < last:
-                last = keep_nearest_keys(key, best, num_nearest)
-        s += 1
+            c = gy * grid_side + gx
+            s = cell_start[c]
+            while s < cell_start[c + 1]:
+                other = sorted_agent[s]
+                if other != agent:
+                    key = key_of(distance2(sorted_x[s] - my_x, sorted_y[s] - my_y), other)
+                    if key < last:
+                        last = keep_nearest_keys(key, best, num_nearest)
+                s += 1
+        # Done when every slot is full and nothing outside the square searched can come
+        # before the last: all of it is at least `margin` from me.
+        if last != NO_ONE:
+            margin = float32(np.inf)
+            if cx - r > 0:
+                margin = min(margin, my_x - float32(cx - r) * cell)
+            if cx + r < grid_side - 1:
+                margin = min(margin, float32(cx + r + 1) * cell - my_x)
+            if cy - r > 0:
+                margin = min(margin, my_y - float32(cy - r) * cell)
+            if cy + r < grid_side - 1:
+                margin = min(margin, float32(cy + r + 1) * cell - my_y)
+            margin = margin - slack
+            last_d2 = bits_float(int32(last >> SHIFT))
+            if margin > 0 and last_d2 < float32(0.999) * margin * margin:
+                break
+        r += 1
     for k in range(MAX_NEAREST):
         if k < num_nearest:
             nearest[env, agent, k] = -1 if best[k] == NO_ONE else int32(best[k] & LOW_BITS)
