@@ -4,6 +4,7 @@ more runners per game than bench/tag_chaser.py's chaser, against the same runner
     python bench/learned_vs_chaser.py out.json                       # 60 s, 5 seeds, the GPU game
     python bench/learned_vs_chaser.py out.json --game fast-runners   # a game where one can't
     python bench/learned_vs_chaser.py out.json --seconds 2 --seeds 2 --eval-envs 4   # small
+    python bench/learned_vs_chaser.py out.json --seeds 10 --workers 4   # a seed a GPU at once
 
 Each seed trains taggers and runners together (Tag continuous as its config plays it, A2C)
 for `--seconds` of training (the clock counts training only). Then four scores, each the
@@ -18,6 +19,12 @@ differences learned - chaser, with what that interval supports. Each seed's run 
 learning curve (about 40 points over its training: tags per episode, the taggers' reward,
 both sides' policy entropy), so a seed that learns nothing shows when it stopped. A table to
 read and a JSON; nothing here fails on a number.
+
+`--workers N` trains the seeds in N processes at once, worker k taking seeds k, k + N, ...
+and, on a machine with N GPUs or more, GPU k alone (CUDA_VISIBLE_DEVICES), so each seed
+still has a whole GPU for its minute and ten seeds take three minutes on four GPUs, not ten.
+Fewer GPUs than workers is refused: seeds sharing a GPU would each train less in their
+minute. The scores and intervals are then over every worker's seeds.
 
 Games (`--game`):
 
@@ -45,7 +52,11 @@ import argparse
 import importlib.util
 import json
 import math
+import os
 import platform
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -131,19 +142,35 @@ def main(argv=None) -> dict:
                         help="the chaser's variant (bench/tag_chaser.py)")
     parser.add_argument("--set", dest="sets", action="append", default=[],
                         help="KEY=VALUE changes to the config, as `wd-teach train --set`")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="processes training seeds at once, a GPU each (see above)")
+    parser.add_argument("--only-seeds", default=None, help=argparse.SUPPRESS)  # a worker's
     args = parser.parse_args(argv)
+    if args.seeds < 1 or not 1 <= args.workers <= args.seeds:
+        parser.error(f"--seeds must be at least 1 and --workers from 1 to --seeds; got "
+                     f"--seeds {args.seeds} --workers {args.workers}.")
+    gpus = torch.cuda.device_count()
+    if args.workers > 1 and 0 < gpus < args.workers:
+        parser.error(f"--workers {args.workers} on a machine with {gpus} GPU(s): each worker "
+                     f"trains on a GPU of its own (seeds sharing one would each train less in "
+                     f"their {args.seconds:g} s). Give --workers {gpus} or fewer.")
+    if args.workers > 1:
+        return summarize(args, in_workers(args))
     set_fast(False)  # the plain floor: see the docstring
     try:
-        return run(args)
+        if args.only_seeds:  # a worker: its runs only; the process that started it sums up
+            runs = train_seeds(args, [int(s) for s in args.only_seeds.split(",")])
+            args.out.write_text(json.dumps({"runs": runs}) + "\n")
+            return {"runs": runs}
+        return summarize(args, train_seeds(args, list(range(args.seeds))))
     finally:
         set_fast("reset")
 
 
-def run(args) -> dict:
+def train_seeds(args, seeds: list[int]) -> list[dict]:
+    """Train each seed for args.seconds and score it: a run (its scores and curve) a seed."""
     gpu = torch.cuda.is_available()
     Chaser = chaser_class()
-    seeds = list(range(args.seeds))
-    per_seed = {name: {} for name in SCORES}
     runs = []
     print(f"{'seed':>4} {'iterations':>10} {'seconds':>8} "
           + " ".join(f"{name:>16}" for name in SCORES))
@@ -153,13 +180,49 @@ def run(args) -> dict:
         iterations, seconds, curve = train_for(trainer, args.seconds)
         chaser = Chaser(trainer.env, args.variant).to(trainer.device)
         found = scores(trainer, chaser, args.eval_envs, seed)
-        for name, value in found.items():
-            per_seed[name][seed] = value
         runs.append({"seed": seed, "iterations": iterations, "seconds": seconds,
-                     "env_steps": trainer.env_steps, **found, "curve": curve})
+                     "env_steps": trainer.env_steps, **found, "curve": curve,
+                     "device": (torch.cuda.get_device_name(0) if gpu
+                                else f"CPU ({platform.processor() or 'cpu'})"),
+                     "num_envs": trainer.config.env.num_envs,
+                     "params": trainer.config.env.params})
         print(f"{seed:>4} {iterations:>10} {seconds:>8.1f} "
               + " ".join(f"{found[name]:>16.2f}" for name in SCORES), flush=True)
+    return runs
 
+
+def in_workers(args) -> list[dict]:
+    """train_seeds in args.workers processes of this script, worker k on seeds k, k +
+    workers, ... and, where there are GPUs, on GPU k alone: their runs, by seed."""
+    script = str(Path(__file__).resolve())
+    with tempfile.TemporaryDirectory() as folder:
+        workers = []
+        for k in range(args.workers):
+            seeds = ",".join(str(s) for s in range(k, args.seeds, args.workers))
+            env = dict(os.environ)
+            if torch.cuda.device_count():
+                env["CUDA_VISIBLE_DEVICES"] = str(k)
+            part = Path(folder) / f"worker{k}.json"
+            # the worker: the same settings, its own seeds and output, one process
+            settings = ["--seconds", str(args.seconds), "--seeds", str(args.seeds),
+                        "--eval-envs", str(args.eval_envs), "--game", args.game,
+                        "--variant", args.variant, *(f"--set={s}" for s in args.sets)]
+            workers.append((k, part, subprocess.Popen(
+                [sys.executable, script, str(part), *settings, "--only-seeds", seeds],
+                env=env)))
+        failed = [k for k, _, process in workers if process.wait() != 0]
+        if failed:
+            raise RuntimeError(f"learned_vs_chaser: worker(s) {failed} failed (their output "
+                               f"is above); no result is written.")
+        runs = [run for _, part, _ in workers for run in json.loads(part.read_text())["runs"]]
+    return sorted(runs, key=lambda run: run["seed"])
+
+
+def summarize(args, runs: list[dict]) -> dict:
+    """The scores over the seeds, each with its IQM and interval, and the differences
+    learned - chaser; printed, written to args.out and returned."""
+    seeds = [run["seed"] for run in runs]
+    per_seed = {name: {run["seed"]: run[name] for run in runs} for name in SCORES}
     for run in runs:  # each seed's curve at its start, middle and end
         points = [run["curve"][k] for k in (0, len(run["curve"]) // 2, -1)]
         print(f"seed {run['seed']} curve: " + ", ".join(
@@ -180,14 +243,13 @@ def run(args) -> dict:
                      "verdict": verdict(found)})
         print(f"learned - chaser, {runners:<7} runners: {found}: {verdict(found)}")
 
-    trainer_config = trainer.config
-    device = torch.cuda.get_device_name(0) if gpu else f"CPU ({platform.processor() or 'cpu'})"
-    result = {"benchmark": "learned_vs_chaser", "device": device, "torch": torch.__version__,
-              "wd_teach": wd_teach.__version__, "game": args.game,
+    devices = sorted({run["device"] for run in runs})
+    result = {"benchmark": "learned_vs_chaser", "device": ", ".join(devices),
+              "torch": torch.__version__, "wd_teach": wd_teach.__version__, "game": args.game,
               "sets": [*GAMES[args.game], *args.sets], "seconds": args.seconds,
               "seeds": seeds, "eval_envs": args.eval_envs, "variant": args.variant,
-              "num_envs": trainer_config.env.num_envs, "params": trainer_config.env.params,
-              "runs": runs, "rows": rows}
+              "workers": args.workers, "num_envs": runs[0]["num_envs"],
+              "params": runs[0]["params"], "runs": runs, "rows": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     return result

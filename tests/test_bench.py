@@ -504,3 +504,43 @@ def test_the_grid_model_stops_only_when_its_rings_hold_the_true_nearest(bench_sc
     assert max(rings) > 0  # some agent looked past its own cell: the rule was exercised
     _, lane, warp, together, _ = module.model(agents, playing, per_cell, nearest, warps=8)
     assert nearest <= lane <= warp <= together
+
+
+def test_learned_against_chaser_in_workers_scores_every_seed_once(tmp_path, bench_script):
+    """--workers 2: two processes train the seeds (0 and 2 in one, 1 in the other), and the
+    result holds each seed's run once, in order, with its intervals over all three."""
+    result = bench_script("learned_vs_chaser").main(
+        [str(tmp_path / "lc.json"), "--seconds", "0.3", "--seeds", "3", "--eval-envs", "2",
+         "--workers", "2", "--set", "env.params.episode_length=20"])
+    assert result["seeds"] == [0, 1, 2] and result["workers"] == 2
+    assert [run["seed"] for run in result["runs"]] == [0, 1, 2]
+    assert result["params"]["episode_length"] == 20  # the workers played the game asked
+    assert all(run["iterations"] >= 1 for run in result["runs"])
+    rows = {row["score"]: row for row in result["rows"]}
+    assert set(rows["learned - chaser, random runners"]["per_seed"]) == {0, 1, 2}
+    assert json.loads((tmp_path / "lc.json").read_text())["seeds"] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--seeds", "2", "--workers", "3"], "--workers from 1 to --seeds"),
+    (["--seeds", "0"], "--seeds must be at least 1"),
+])
+def test_learned_against_chaser_refuses_workers_it_cannot_use(tmp_path, bench_script, capsys,
+                                                              argv, words):
+    with pytest.raises(SystemExit):
+        bench_script("learned_vs_chaser").main([str(tmp_path / "lc.json"), *argv])
+    assert words in capsys.readouterr().err
+
+
+def test_learned_against_chaser_gives_each_worker_a_gpu_or_refuses(tmp_path, bench_script,
+                                                                    capsys, monkeypatch):
+    """With fewer GPUs than workers, seeds would share a GPU and train less in their minute:
+    refused before any training, saying how many workers the machine can take."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    with pytest.raises(SystemExit):
+        bench_script("learned_vs_chaser").main([str(tmp_path / "lc.json"), "--seeds", "4",
+                                                "--workers", "3"])
+    assert "Give --workers 2 or fewer" in capsys.readouterr().err
+    assert not (tmp_path / "lc.json").exists()
