@@ -14,7 +14,7 @@ import torch
 from wd_teach.env.consistency import check_consistency
 from wd_teach.env.wrapper import EnvWrapper
 from wd_teach.floors import set_fast
-from wd_teach_envs.tag_continuous import fast as tag_fast
+from wd_teach_envs._tag import fast as tag_fast
 from wd_teach_envs.tag_continuous.env import TagContinuous
 
 PLAIN, TWIN = "tag_continuous_observe", "tag_continuous_observe_fast"
@@ -42,14 +42,16 @@ def test_the_twin_blocks_are_the_warps_whose_rows_the_stage_holds():
 
 
 def test_the_stage_sizes_are_the_ones_both_kernels_declare():
-    from wd_teach_envs.tag_continuous import observe_fast_numba
+    from pathlib import Path
 
-    source = (tag_fast.Path(tag_fast.__file__).with_name("observe_fast.cu")).read_text()
+    from wd_teach_envs._tag import fast_numba
+
+    source = Path(tag_fast.__file__).with_name("fast.cuh").read_text()
     declared = dict(re.findall(r"#define (FAST_STAGE_\w+) (\d+)", source))
     assert int(declared["FAST_STAGE_FLOATS"]) == tag_fast.FAST_STAGE_FLOATS
     assert int(declared["FAST_STAGE_INTS"]) == tag_fast.FAST_STAGE_INTS
-    assert observe_fast_numba.STAGE_FLOATS == tag_fast.FAST_STAGE_FLOATS
-    assert observe_fast_numba.STAGE_INTS == tag_fast.FAST_STAGE_INTS
+    assert fast_numba.STAGE_FLOATS == tag_fast.FAST_STAGE_FLOATS
+    assert fast_numba.STAGE_INTS == tag_fast.FAST_STAGE_INTS
 
 
 @pytest.mark.parametrize("on", [True, False])

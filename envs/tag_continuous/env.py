@@ -60,10 +60,10 @@ class TagContinuous(TagGame):
         return spaces.MultiDiscrete([len(self.config.accelerations), len(self.config.turns)])
 
     def fast_kernels(self):
-        """Speed only: the observe's twin behind the fast door (fast.py says how)."""
-        from wd_teach_envs.tag_continuous.fast import observe_twin
+        """Speed only: the observe's twin behind the fast door (envs/_tag/fast.py says how)."""
+        from wd_teach_envs._tag.fast import observe_twin
 
-        return (observe_twin(self),)
+        return (observe_twin(self, "tag_continuous_observe"),)
 
     def initial_positions(self, num_envs, rng):
         size = self.config.field_size

@@ -15,22 +15,14 @@
 // threads, 128 at 10 nearest (TagContinuous.fast_kernels works it out), several blocks an
 // env. Nothing here needs the whole env in one block: the tiled search stages every agent
 // of the env in each block, and the only barrier waits for the block's own stage.
+#include "fast.cuh"
 #include "tag.cuh"
 
 #define OWN_FEATURES 4
-#define FAST_STAGE_FLOATS 10240  // 40 KB: a block's observation rows
-#define FAST_STAGE_INTS 1536     // 6 KB: its `nearest` rows
 
 __device__ __forceinline__ float fast_max_speed(int agent, int num_taggers,
                                                 float tagger_max_speed, float runner_max_speed) {
   return agent < num_taggers ? tagger_max_speed : runner_max_speed;
-}
-
-// A warp's rows, from the stage to global memory as one run: `rows` rows of `width`.
-template <typename T>
-__device__ __forceinline__ void fast_write_run(T* run, const T* staged, int rows, int width,
-                                               int lane, int live) {
-  for (int e = lane; e < rows * width; e += live) run[e] = staged[e];
 }
 
 extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
@@ -90,17 +82,6 @@ extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
                  runners_left, episode_length, end_reward);
   }
   __syncthreads();  // every thread of the block reaches it: the stage is full
-  const int lane = threadIdx.x % 32;
-  const int first = agent - lane;  // the warp's first agent
-  const int live = min(32, (int)blockDim.x - (int)(threadIdx.x - lane));  // its lanes
-  // Its rows: one a lane, and only the agents there are; a block of fewer than 32 threads
-  // ends its warp early, and the next block writes the rows after it.
-  const int rows = max(0, min(live, num_agents - first));
-  if (rows == 0) return;
-  const long long at = wd_slot(env, first, num_agents);
-  fast_write_run(obs + at * obs_size, stage + (threadIdx.x - lane) * obs_size, rows, obs_size,
-                 lane, live);
-  fast_write_run(nearest + at * num_neighbors,
-                 stage_shown + (threadIdx.x - lane) * num_neighbors, rows, num_neighbors, lane,
-                 live);
+  fast_write_rows(obs, nearest, stage, stage_shown, env, agent, num_agents, obs_size,
+                  num_neighbors);
 }

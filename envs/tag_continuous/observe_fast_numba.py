@@ -3,14 +3,12 @@ line for line, which says what it changes and why. It replaces tag_continuous_ob
 step_numba.py (lesson 06's), with the same observation and `nearest` rows, bit for bit.
 
 Each thread builds its rows in shared memory, the block waits once, and each warp writes
-its 32 rows as one run. The run's index into the [env, agent, feature] array moves along
-by a lane count at a time, row and feature carried forward, not divided out of a flat index
-on every float (bench/row_writes_numba.py's rows_warp divides, and is 4 times slower than
-C's; this way is not yet measured)."""
+its 32 rows as one run (envs/_tag/fast_numba.py, which both Tag games' twins share)."""
 
 from numba import cuda, float32, int32
 
 from wd_teach.env import agent_id, env_id
+from wd_teach_envs._tag.fast_numba import STAGE_FLOATS, STAGE_INTS, write_rows
 from wd_teach_envs._tag.tag_numba import (
     MAX_NEAREST,
     TILE,
@@ -24,24 +22,6 @@ from wd_teach_envs._tag.tag_numba import (
     read_found,
 )
 from wd_teach_envs.tag_continuous.step_numba import OWN_FEATURES, max_speed_of
-
-STAGE_FLOATS = 10240  # 40 KB: a block's observation rows
-STAGE_INTS = 1536  # 6 KB: its `nearest` rows
-
-
-@cuda.jit(device=True)
-def write_run(out, env, first, staged, start, rows, width, lane, live):
-    """A warp's `rows` rows of `width`, from staged[start:] to out[env, first:] as one run."""
-    row = lane // width
-    feature = lane - row * width
-    e = lane
-    while e < rows * width:
-        out[env, first + row, feature] = staged[start + e]
-        e += live
-        feature += live
-        while feature >= width:
-            feature -= width
-            row += 1
 
 
 @observe_kernel
@@ -98,13 +78,5 @@ def tag_continuous_observe_fast(loc_x, loc_y, speed, heading, in_game, obs, near
         end_game(env, agent, agent >= num_taggers, in_game, rewards, done, timestep,
                  runners_left, episode_length, end_reward)
     cuda.syncthreads()  # every thread of the block reaches it: the stage is full
-    lane = cuda.threadIdx.x % 32
-    first = agent - lane
-    live = min(32, cuda.blockDim.x - (cuda.threadIdx.x - lane))
-    rows = max(0, min(live, num_agents - first))  # a lane's, and only agents there are
-    if rows == 0:
-        return
-    warp = cuda.threadIdx.x - lane
-    write_run(obs, env, first, stage, warp * obs_size, rows, obs_size, lane, live)
-    write_run(nearest, env, first, stage_shown, warp * num_neighbors, rows, num_neighbors, lane,
-              live)
+    write_rows(obs, nearest, stage, stage_shown, env, agent, num_agents, obs_size,
+               num_neighbors)

@@ -1,0 +1,46 @@
+"""Speed only, behind the fast door (wd_teach.floors): the Numba twin of fast.cuh, line for
+line, what the Tag games' observe twins share: a block's rows staged in shared memory, then
+each warp's rows written as the one run of memory they are. envs/tag_continuous/
+observe_fast.cu says why.
+
+The run's index into the [env, agent, feature] array moves along by a lane count at a time,
+row and feature carried forward, not divided out of a flat index on every float
+(bench/row_writes_numba.py's rows_warp divides, and is 4 times slower than C's)."""
+
+from numba import cuda
+
+STAGE_FLOATS = 10240  # 40 KB: a block's observation rows
+STAGE_INTS = 1536  # 6 KB: its `nearest` rows
+
+
+@cuda.jit(device=True)
+def write_run(out, env, first, staged, start, rows, width, lane, live):
+    """A warp's `rows` rows of `width`, from staged[start:] to out[env, first:] as one run."""
+    row = lane // width
+    feature = lane - row * width
+    e = lane
+    while e < rows * width:
+        out[env, first + row, feature] = staged[start + e]
+        e += live
+        feature += live
+        while feature >= width:
+            feature -= width
+            row += 1
+
+
+@cuda.jit(device=True)
+def write_rows(obs, nearest, stage, stage_shown, env, agent, num_agents, obs_size,
+               num_neighbors):
+    """After the block's barrier, with every row of it staged: this thread's warp writes its
+    rows of obs and of nearest, one a lane, and only the agents there are (a block of fewer
+    than 32 threads ends its warp early, and the next block writes the rows after it)."""
+    lane = cuda.threadIdx.x % 32
+    first = agent - lane  # the warp's first agent
+    live = min(32, cuda.blockDim.x - (cuda.threadIdx.x - lane))  # its lanes
+    rows = max(0, min(live, num_agents - first))
+    if rows == 0:
+        return
+    warp = cuda.threadIdx.x - lane
+    write_run(obs, env, first, stage, warp * obs_size, rows, obs_size, lane, live)
+    write_run(nearest, env, first, stage_shown, warp * num_neighbors, rows, num_neighbors, lane,
+              live)
