@@ -41,6 +41,12 @@ class TagGrid(TagGame):
     def action_space(self) -> spaces.Discrete:
         return spaces.Discrete(len(MOVE_X))  # stay, up, down, left, right
 
+    def fast_kernels(self):
+        """Speed only: the observe's twin behind the fast door (envs/_tag/fast.py says how)."""
+        from wd_teach_envs._tag.fast import observe_twin
+
+        return (observe_twin(self, "tag_grid_observe"),)
+
     def initial_positions(self, num_envs, rng):
         shape = (num_envs, self.num_agents)
         cells = self.config.grid_size

@@ -15,8 +15,12 @@ An env's kernels are CUDA C and Numba beside its env.py, so their twins live the
 named by the env (Env.fast_kernels) and launched by the wrapper in the plain kernel's place
 behind the same switch:
 
-    envs/tag_continuous/observe_fast.cu (+ observe_fast_numba.py, launched as fast.py says)
+    envs/tag_continuous/observe_fast.cu (+ observe_fast_numba.py, launched as
+    envs/_tag/fast.py says, on envs/_tag/fast.cuh and fast_numba.py)
                         the observe's rows staged in shared memory, each warp's written as
                         one run (replaces step.cu's tag_continuous_observe, lesson 06's):
                         at 2,000 x 1,000 on an H200 the observe 3.47 -> 0.78 ms
+    envs/tag_grid/observe_fast.cu (+ observe_fast_numba.py)
+                        the same for the grid game (replaces its tag_grid_observe); tested
+                        equal on Numba's simulator, not yet measured on a GPU
 """
