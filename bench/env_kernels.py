@@ -69,7 +69,7 @@ def kernel_times(name: str, num_envs: int, backend: str, steps: int,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", type=Path)
-    parser.add_argument("--env", default="tag_continuous")
+    parser.add_argument("--env", default="tag_continuous", help="an env, or several (commas)")
     parser.add_argument("--envs", default="100,500,1000,10000")
     parser.add_argument("--backends", default="pycuda,numba")
     parser.add_argument("--steps", type=int, default=50)
@@ -82,17 +82,17 @@ def main() -> None:
     args = parser.parse_args()
     rows = []
     backends = ["pycuda"] if args.cuda_dir else args.backends.split(",")
-    for num_envs in (int(n) for n in args.envs.split(",")):
-        for backend in backends:
-            times = kernel_times(args.env, num_envs, backend, args.steps, args.cuda_dir,
-                                 args.agents, tuple(args.sets))
-            rows.append({"label": args.label, "env": args.env, "num_envs": num_envs,
-                         "agents": args.agents, "sets": args.sets,
-                         "floor": "fast" if fast_floor("cuda") else "plain",
-                         "backend": backend, "us_per_step": times})
-            cells = "  ".join(f"{k.split('(')[0]} {v:8.1f}" for k, v in times.items())
-            print(f"{args.label:>8} {num_envs:>6} envs {backend:>6}: {cells}  "
-                  f"total {sum(times.values()):8.1f} us", flush=True)
+    for name, num_envs, backend in ((name, int(n), backend) for name in args.env.split(",")
+                                    for n in args.envs.split(",") for backend in backends):
+        times = kernel_times(name, num_envs, backend, args.steps, args.cuda_dir,
+                             args.agents, tuple(args.sets))
+        rows.append({"label": args.label, "env": name, "num_envs": num_envs,
+                     "agents": args.agents, "sets": args.sets,
+                     "floor": "fast" if fast_floor("cuda") else "plain",
+                     "backend": backend, "us_per_step": times})
+        cells = "  ".join(f"{k.split('(')[0]} {v:8.1f}" for k, v in times.items())
+        print(f"{args.label:>8} {name} {num_envs:>6} envs {backend:>6}: {cells}  "
+              f"total {sum(times.values()):8.1f} us", flush=True)
     record = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "rows": rows}
     previous = json.loads(args.out.read_text()) if args.out.exists() else {"runs": []}
     previous["runs"].append(record)

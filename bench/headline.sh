@@ -9,7 +9,8 @@
 # Stages, in order: the env step alone at 110, 500 and 1,000 agents (where the time goes as
 # the game grows); the nearest-neighbour search alone, tiled against the spatial grid
 # (bench/nearest.py, both kernel backends: NEAREST_BACKENDS, NEAREST_AGENTS); the step's
-# GPU time kernel by kernel at 1,000 agents (bench/env_kernels.py, on a GPU); the continuous
+# GPU time kernel by kernel at 1,000 agents, both games, the games' search set as below
+# (bench/env_kernels.py, on a GPU); the continuous
 # game's observe, lesson 06's against its twin behind the fast door, on one state
 # (bench/observe_twin.py, grid search, both kernel backends, OBSERVE_AGENTS); then, with the
 # games' search set to HEADLINE_SEARCH (default grid: nearest.cu's grid, launched before the
@@ -77,8 +78,8 @@ stage nearest 120 bench/nearest.py "$out/nearest.json" --envs "$envs" \
   --agents "$nearest_agents" --backends "$kernel_backends"
 # Where a step's GPU time goes at 1,000 agents, kernel by kernel (torch.profiler): a GPU only.
 if python3 -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then
-  stage env-kernels 150 bench/env_kernels.py "$out/env-kernels.json" --envs "$envs" \
-    --agents 1000 --backends "$both" --steps 20 --set "$search"
+  stage env-kernels 240 bench/env_kernels.py "$out/env-kernels.json" --envs "$envs" \
+    --env tag_continuous,tag_grid --agents 1000 --backends "$both" --steps 20 --set "$search"
 else
   echo "=== env-kernels: skipped (torch sees no CUDA GPU: the profile is of GPU kernels)"
 fi
