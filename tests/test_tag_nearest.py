@@ -176,3 +176,16 @@ def test_the_bench_times_both_searches_and_finds_them_equal(tmp_path, capsys):
     assert all(r["same_slots"] and r["ms_per_search"] > 0 for r in rows)
     assert [r["grid_side"] for r in rows] == [None, 4, None, 6]
     assert "ms/search" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("agents, k, max_threads", [(250, 10, 256), (150, 16, 160),
+                                                    (250, 10, 96)])
+def test_the_grid_writes_its_slots_a_few_warps_at_a_time(backend, agents, k, max_threads):
+    """The grid search stages its slots in shared memory, TAG_GRID_MAX_AGENTS / k rows a round
+    (6 warps' at 10 nearest, 4 at 16), and each warp writes its rows as one run: blocks of
+    more warps than a round holds take several rounds, and a short last warp (250 agents:
+    26 lanes) or a block past the env's last agent (96 threads: the third block has 58 agents)
+    writes only the rows there are. The slots are the reference's, every one written."""
+    got = check(*field(2, agents, seed=agents), k, backend, "grid",
+                grid_side=grid_side_for(agents), field_size=20.0, max_threads=max_threads)
+    assert (got >= -1).all()  # no slot left at the store's -2

@@ -11,7 +11,8 @@
 //                      a cell, sorts them into it in shared memory (a counting sort), and
 //                      each agent searches the cells
 //                      around its own, ring by ring, until nothing outside can be nearer
-//                      than its last slot: a few dozen pairs an agent, not 999.
+//                      than its last slot: a few dozen pairs an agent, not 999. Each warp
+//                      then writes its agents' slots as one run of memory (step 5).
 //
 // Both write nearest[env, agent, k] (-1: no one): the same slots as tag_reference.neighbors,
 // nearest first and the lower index first among equals, bit for bit. The Numba twin, line
@@ -24,6 +25,7 @@
 // profile): one lane of a warp that inserts makes the whole warp wait through the 16
 // unrolled slots, and in a warp of 32 agents some lane inserts at about 540 of the 999
 // others (random positions). The grid cuts both: fewer pairs, and so fewer insertions.
+#include "fast.cuh"
 #include "tag.cuh"
 
 #define TAG_GRID_MAX_AGENTS 2048  // the most agents of one env the grid holds
@@ -187,10 +189,11 @@ extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
     sorted_agent[at] = a;
   }
   __syncthreads();
-  if (agent >= num_agents) return;
+  // A thread past the env's last agent searches nothing, but stays for step 5's barriers.
+  const bool active = agent < num_agents;
 
   // 4. Search the cells around mine, nearest rings first, until nothing further can be nearer.
-  const int i = wd_slot(env, agent, num_agents);
+  const int i = wd_slot(env, active ? agent : 0, num_agents);
   const float my_x = loc_x[i];
   const float my_y = loc_y[i];
   const int cx = tag_cell_of(my_x, cells_per_unit, grid_side);
@@ -214,7 +217,7 @@ extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
   // the nested walk, which Numba ran faster (nearest_numba.py says by how much).
   int r = 0, t = 0;    // ring r; the next of its cells to walk
   int s = 0, end = 0;  // the candidates of the cell being walked: sorted_*[s, end)
-  bool searching = true;
+  bool searching = active;
   while (searching) {
     while (s == end) {  // this cell is done: on to the next
       if (t == (r == 0 ? 1 : 8 * r)) {  // ring r is done: stop, or walk the next ring
@@ -245,9 +248,34 @@ extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
     }
     ++s;
   }
-  int* out = nearest + (long long)i * num_nearest;
+
+  // 5. Write the slots. A thread writing its own row would make each store of a warp touch 32
+  //    rows 4 * num_nearest bytes apart, the strided writes that cost the plain observe most
+  //    of its time (bench/NOTES.md, "The strided writes, measured"); so each warp writes its
+  //    rows as the one run of memory they are (fast.cuh), staged in shared memory, a few
+  //    warps at a time: the stage is sorted_agent, free once every search is done, and holds
+  //    TAG_GRID_MAX_AGENTS / num_nearest rows (6 warps' at 10 nearest).
+  int* stage = sorted_agent;
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  const int per_round = TAG_GRID_MAX_AGENTS / (32 * num_nearest);  // warps; 4 at 16 nearest
+  for (int round = 0; round * per_round < ((int)blockDim.x + 31) / 32; ++round) {
+    __syncthreads();  // the stage is free: every search, or the round before, is done
+    const int at = warp - round * per_round;  // this warp's place in the round, if it has one
+    const bool mine = at >= 0 && at < per_round;
+    if (mine && active) {
+      int* row = stage + (at * 32 + lane) * num_nearest;
 #pragma unroll
-  for (int k = 0; k < TAG_MAX_NEAREST; ++k) {
-    if (k < num_nearest) out[k] = best[k] == TAG_NO_ONE ? -1 : (int)(best[k] & 0xFFFFFFFFu);
+      for (int k = 0; k < TAG_MAX_NEAREST; ++k) {
+        if (k < num_nearest) row[k] = best[k] == TAG_NO_ONE ? -1 : (int)(best[k] & 0xFFFFFFFFu);
+      }
+    }
+    __syncthreads();  // the round's rows are staged
+    if (!mine) continue;
+    const int first = agent - lane;  // the warp's first agent
+    const int live = min(32, (int)blockDim.x - warp * 32);  // its lanes
+    const int rows = max(0, min(live, num_agents - first));
+    fast_write_run(nearest + (long long)wd_slot(env, first, num_agents) * num_nearest,
+                   stage + at * 32 * num_nearest, rows, num_nearest, lane, live);
   }
 }

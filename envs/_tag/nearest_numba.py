@@ -23,6 +23,7 @@ import numpy as np
 from numba import cuda, float32, int32, uint64
 
 from wd_teach.env import agent_id, env_id, simulator_on
+from wd_teach_envs._tag.fast_numba import write_run
 from wd_teach_envs._tag.tag_numba import (
     MAX_NEAREST,
     TILE,
@@ -198,12 +199,12 @@ def tag_nearest_grid(loc_x, loc_y, in_game, nearest, num_agents, num_nearest, gr
             sorted_agent[at] = a
         a += cuda.blockDim.x
     cuda.syncthreads()
-    if agent >= num_agents:
-        return
+    # A thread past the env's last agent searches nothing, but stays for step 5's barriers.
+    active = agent < num_agents
 
     # 4. Search ring by ring: ring r is the cells r away from mine, ring 0 my own cell.
-    my_x = loc_x[env, agent]
-    my_y = loc_y[env, agent]
+    my_x = loc_x[env, agent if active else 0]
+    my_y = loc_y[env, agent if active else 0]
     cx = cell_of(my_x, cells_per_unit, grid_side)
     cy = cell_of(my_y, cells_per_unit, grid_side)
     cell = field_size / float32(grid_side)
@@ -212,7 +213,7 @@ def tag_nearest_grid(loc_x, loc_y, in_game, nearest, num_agents, num_nearest, gr
     for k in range(MAX_NEAREST):
         best[k] = NO_ONE
     last = NO_ONE  # the key in the last slot
-    r = 0
+    r = 0 if active else grid_side
     while r < grid_side:
         # The ring's cells in one walk, each once: four sides of 2r, clockwise from its
         # top left corner (1 cell for r = 0); those off the field are passed over.
@@ -258,6 +259,28 @@ def tag_nearest_grid(loc_x, loc_y, in_game, nearest, num_agents, num_nearest, gr
             if margin > 0 and last_d2 < float32(0.999) * margin * margin:
                 break
         r += 1
-    for k in range(MAX_NEAREST):
-        if k < num_nearest:
-            nearest[env, agent, k] = -1 if best[k] == NO_ONE else int32(best[k] & LOW_BITS)
+
+    # 5. Write the slots, each warp's rows as one run, staged a few warps at a time in
+    #    sorted_agent (nearest.cu says why).
+    stage = sorted_agent
+    lane = cuda.threadIdx.x % 32
+    warp = cuda.threadIdx.x // 32
+    per_round = GRID_MAX_AGENTS // (32 * num_nearest)  # warps; 4 at 16 nearest
+    round_ = 0
+    while round_ * per_round < (cuda.blockDim.x + 31) // 32:
+        cuda.syncthreads()  # the stage is free: every search, or the round before, is done
+        at = warp - round_ * per_round  # this warp's place in the round, if it has one
+        mine = at >= 0 and at < per_round
+        if mine and active:
+            row = (at * 32 + lane) * num_nearest
+            for k in range(MAX_NEAREST):
+                if k < num_nearest:
+                    stage[row + k] = -1 if best[k] == NO_ONE else int32(best[k] & LOW_BITS)
+        cuda.syncthreads()  # the round's rows are staged
+        if mine:
+            first = agent - lane  # the warp's first agent
+            live = min(32, cuda.blockDim.x - warp * 32)  # its lanes
+            rows = max(0, min(live, num_agents - first))
+            write_run(nearest, env, first, stage, at * 32 * num_nearest, rows, num_nearest,
+                      lane, live)
+        round_ += 1
