@@ -31,9 +31,11 @@ from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
+import torch
 from gymnasium import spaces
 
 from wd_teach.env import OBS, Env, EpisodeMetric, StateArray, Tolerance, require
+from wd_teach.floors import fast_floor
 from wd_teach_envs._tag.nearest_numba import AGENTS_PER_CELL, GRID_MAX_AGENTS, GRID_MAX_SIDE
 from wd_teach_envs._tag.tag_numba import MAX_NEAREST
 
@@ -244,16 +246,23 @@ class TagGame(Env):
         state.update(self.game_state(num_envs, rng))
         obs = np.zeros((num_envs, self.num_agents, self.observation_space.shape[0]), np.float32)
         arrays = {name: a.data for name, a in state.items()}
-        self._sibling("reference").observe(obs=obs, **self._observe_args(arrays))
+        found = {}
+        if fast_floor() and torch.cuda.is_available() and self.config.num_nearest is not None:
+            # Speed only: the neighbours on the GPU, the reference's slots bit for bit
+            from wd_teach_envs._tag import fast
+
+            found["slots"] = fast.initial_neighbors(x, y, in_game, self.num_neighbors)
+        self._sibling("reference").observe(obs=obs, **found, **self._observe_args(arrays))
         state["obs"] = StateArray(obs)
         return state
 
     def _observe_args(self, arrays):
-        """The reference observe()'s arguments, by name, from the state and the constants."""
+        """The reference observe()'s arguments, by name, from the state and the constants
+        (all but obs, and slots, which the reference finds where it is not given)."""
         observe = self._sibling("reference").observe
         values = {**arrays, **self.constants()}
         return {name: values[name] for name in inspect.signature(observe).parameters
-                if name != "obs"}
+                if name not in ("obs", "slots")}
 
     def constants(self):
         c = self.config

@@ -41,12 +41,13 @@ def move(loc_x, loc_y, speed, heading, in_game, actions, rewards, timestep, acce
 
 def observe(loc_x, loc_y, speed, heading, in_game, obs, nearest, direction_x, direction_y,
             num_taggers, num_neighbors, full_observation, search_grid, own_size, field_size,
-            tagger_max_speed, runner_max_speed):
+            tagger_max_speed, runner_max_speed, slots=None):
     """Every agent's observation: the shared position features, then speed and heading;
     for its own block and for each neighbour slot, and which agent each slot shows
     (nearest). One search whatever search_grid says: the kernels' two searches find the
-    same slots."""
-    slots = tag_reference.neighbors(loc_x, loc_y, in_game, num_neighbors, full_observation)
+    same slots. `slots`: the neighbours, where the caller has found them already."""
+    if slots is None:
+        slots = tag_reference.neighbors(loc_x, loc_y, in_game, num_neighbors, full_observation)
     slots = tag_reference.observe_positions(obs, slots, loc_x, loc_y, in_game, num_taggers,
                                             field_size, own_size)
     nearest[...] = slots

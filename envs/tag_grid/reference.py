@@ -26,11 +26,13 @@ def move(loc_x, loc_y, in_game, actions, rewards, timestep, move_x, move_y, num_
 
 
 def observe(loc_x, loc_y, in_game, obs, nearest, num_taggers, num_neighbors,
-            full_observation, search_grid, own_size, field_size):
+            full_observation, search_grid, own_size, field_size, slots=None):
     """Every agent's observation: the shared position features, for its own block and for
     each neighbour slot, and which agent each slot shows (nearest). One search whatever
-    search_grid says: the kernels' two searches find the same slots."""
-    slots = tag_reference.neighbors(loc_x, loc_y, in_game, num_neighbors, full_observation)
+    search_grid says: the kernels' two searches find the same slots. `slots`: the
+    neighbours, where the caller has found them already."""
+    if slots is None:
+        slots = tag_reference.neighbors(loc_x, loc_y, in_game, num_neighbors, full_observation)
     nearest[...] = tag_reference.observe_positions(obs, slots, loc_x, loc_y, in_game,
                                                    num_taggers, field_size, own_size)
 
