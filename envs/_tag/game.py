@@ -34,8 +34,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from wd_teach.env import OBS, Env, EpisodeMetric, StateArray, Tolerance, require
-from wd_teach.floors import fast_floor
+from wd_teach.env import OBS, Env, EpisodeMetric, StateArray, Tolerance, fast_floor, require
 from wd_teach_envs._tag.nearest_numba import AGENTS_PER_CELL, GRID_MAX_AGENTS, GRID_MAX_SIDE
 from wd_teach_envs._tag.tag_numba import MAX_NEAREST
 

@@ -30,7 +30,8 @@ one public API for env authors, kept stable (tests/test_env_api.py checks that e
 the exercises' env folders import nothing else from wd_teach):
 
     Env, StateArray, EpisodeMetric, Tolerance, GymnasiumTwin   the contract (env.py)
-    FastKernel                                                 a step kernel's speed-only twin
+    FastKernel, fast_floor                                     a step kernel's speed-only twin;
+                                                               whether the fast door is open
     require, require_positive, EnvError                        config checks
     spaces                                                     gymnasium's spaces
     OBS, ACTIONS, REWARDS, DONE, TIMESTEP, STEP_FILES          the names every env shares
@@ -62,6 +63,7 @@ from gymnasium import spaces
 from wd_teach._simulator import simulator_on
 from wd_teach.cuda_c import INCLUDE_DIR as CUDA_INCLUDE_DIR
 from wd_teach.errors import EnvError
+from wd_teach.floors import fast_floor
 from wd_teach.launch import MAX_THREADS_PER_BLOCK
 
 __all__ = [
@@ -84,6 +86,7 @@ __all__ = [
     "cos32",
     "env_folder",
     "env_id",
+    "fast_floor",
     "require",
     "require_positive",
     "simulator_on",
