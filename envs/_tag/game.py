@@ -245,13 +245,13 @@ class TagGame(Env):
         state.update(self.game_state(num_envs, rng))
         obs = np.zeros((num_envs, self.num_agents, self.observation_space.shape[0]), np.float32)
         arrays = {name: a.data for name, a in state.items()}
-        found = {}
+        slots = None  # the reference's observe searches for them
         if fast_floor() and torch.cuda.is_available() and self.config.num_nearest is not None:
             # Speed only: the neighbours on the GPU, the reference's slots bit for bit
             from wd_teach_envs._tag import fast
 
-            found["slots"] = fast.initial_neighbors(x, y, in_game, self.num_neighbors)
-        self._sibling("reference").observe(obs=obs, **found, **self._observe_args(arrays))
+            slots = fast.initial_neighbors(x, y, in_game, self.num_neighbors)
+        self._sibling("reference").observe(obs=obs, slots=slots, **self._observe_args(arrays))
         state["obs"] = StateArray(obs)
         return state
 

@@ -262,8 +262,8 @@ extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
   for (int round = 0; round * per_round < ((int)blockDim.x + 31) / 32; ++round) {
     __syncthreads();  // the stage is free: every search, or the round before, is done
     const int at = warp - round * per_round;  // this warp's place in the round, if it has one
-    const bool mine = at >= 0 && at < per_round;
-    if (mine && active) {
+    const bool in_round = at >= 0 && at < per_round;
+    if (in_round && active) {
       int* row = stage + (at * 32 + lane) * num_nearest;
 #pragma unroll
       for (int k = 0; k < TAG_MAX_NEAREST; ++k) {
@@ -271,7 +271,7 @@ extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
       }
     }
     __syncthreads();  // the round's rows are staged
-    if (!mine) continue;
+    if (!in_round) continue;
     const int first = agent - lane;  // the warp's first agent
     const int live = min(32, (int)blockDim.x - warp * 32);  // its lanes
     const int rows = max(0, min(live, num_agents - first));

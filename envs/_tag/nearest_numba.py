@@ -270,14 +270,14 @@ def tag_nearest_grid(loc_x, loc_y, in_game, nearest, num_agents, num_nearest, gr
     while round_ * per_round < (cuda.blockDim.x + 31) // 32:
         cuda.syncthreads()  # the stage is free: every search, or the round before, is done
         at = warp - round_ * per_round  # this warp's place in the round, if it has one
-        mine = at >= 0 and at < per_round
-        if mine and active:
+        in_round = at >= 0 and at < per_round
+        if in_round and active:
             row = (at * 32 + lane) * num_nearest
             for k in range(MAX_NEAREST):
                 if k < num_nearest:
                     stage[row + k] = -1 if best[k] == NO_ONE else int32(best[k] & LOW_BITS)
         cuda.syncthreads()  # the round's rows are staged
-        if mine:
+        if in_round:
             first = agent - lane  # the warp's first agent
             live = min(32, cuda.blockDim.x - warp * 32)  # its lanes
             rows = max(0, min(live, num_agents - first))
