@@ -86,6 +86,27 @@ __device__ __forceinline__ unsigned long long tag_keep_nearest_keys(unsigned lon
   return last;
 }
 
+// The same with num_nearest known when the kernel compiles: the loop runs N slots, not
+// TAG_MAX_NEAREST with a test each, and the last slot is best[N - 1]. The search's hot loop
+// takes it for the games' usual num_nearest (TAG_GRID_FAST_NEAREST); SASS for sm_90 (nvcc
+// 13.0): 66 instructions an insertion at 10, against 188 for the loop above.
+#define TAG_GRID_FAST_NEAREST 10
+template <int N>
+__device__ __forceinline__ unsigned long long tag_keep_nearest_n(unsigned long long key,
+                                                                 unsigned long long* best) {
+  bool moving = false;
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    if (moving || key < best[k]) {
+      const unsigned long long b = best[k];
+      best[k] = key;
+      key = b;
+      moving = true;
+    }
+  }
+  return best[N - 1];
+}
+
 // The cell, along one side, of a coordinate: cells_per_unit cells to a unit of length, the
 // field's far edge (and anything rounded past it) in the last cell.
 __device__ __forceinline__ int tag_cell_of(float v, float cells_per_unit, int grid_side) {
@@ -215,8 +236,9 @@ extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
   // Measured on an H200 at 2,000 x 1,000 (bench/NOTES.md): 2,007 -> 1,956 us in the
   // continuous game's step, the Tag grid game's step 5.41 -> 4.55 ms. The Numba twin keeps
   // the nested walk, which Numba ran faster (nearest_numba.py says by how much).
-  int r = 0, t = 0;    // ring r; the next of its cells to walk
-  int s = 0, end = 0;  // the candidates of the cell being walked: sorted_*[s, end)
+  int r = 0, t = 0;         // ring r; the next of its cells to walk
+  int side = 0, along = 0;  // that cell: which side of the ring, and how far along it
+  int s = 0, end = 0;       // the candidates of the cell being walked: sorted_*[s, end)
   bool searching = active;
   while (searching) {
     while (s == end) {  // this cell is done: on to the next
@@ -226,15 +248,19 @@ extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
           searching = false;
           break;
         }
-        t = 0;
+        t = side = along = 0;
       }
-      const int side = r == 0 ? 0 : t / (2 * r);
-      const int along = r == 0 ? 0 : t % (2 * r);
-      ++t;
       const int gx = side == 0 ? cx - r + along : side == 1 ? cx + r
                    : side == 2 ? cx + r - along : cx - r;
       const int gy = side == 0 ? cy - r : side == 1 ? cy - r + along
                    : side == 2 ? cy + r : cy + r - along;
+      // The next cell: counted along the side, not divided out of t (t / 2r and t % 2r are
+      // two integer divisions: this loop is 95 instructions of SASS for sm_90, 120 with them)
+      ++t;
+      if (++along == 2 * r) {
+        along = 0;
+        ++side;
+      }
       if (gx < 0 || gx >= grid_side || gy < 0 || gy >= grid_side) continue;
       s = cell_start[gy * grid_side + gx];
       end = cell_start[gy * grid_side + gx + 1];
@@ -244,7 +270,11 @@ extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
     if (other != agent) {
       const unsigned long long key =
           tag_key(tag_distance2(sorted_x[s] - my_x, sorted_y[s] - my_y), other);
-      if (key < last) last = tag_keep_nearest_keys(key, best, num_nearest);
+      if (key < last) {
+        last = num_nearest == TAG_GRID_FAST_NEAREST
+                   ? tag_keep_nearest_n<TAG_GRID_FAST_NEAREST>(key, best)
+                   : tag_keep_nearest_keys(key, best, num_nearest);
+      }
     }
     ++s;
   }

@@ -111,6 +111,25 @@ def keep_nearest_keys(key, best, num_nearest):
     return last
 
 
+#: The num_nearest the search's hot loop knows when it compiles (nearest.cu's
+#: TAG_GRID_FAST_NEAREST): keep_nearest_fast runs FAST_NEAREST slots, not MAX_NEAREST with a
+#: test each.
+FAST_NEAREST = 10
+
+
+@cuda.jit(device=True)
+def keep_nearest_fast(key, best):
+    """keep_nearest_keys with num_nearest = FAST_NEAREST, known when it compiles."""
+    moving = False
+    for k in range(FAST_NEAREST):
+        if moving or key < best[k]:
+            b = best[k]
+            best[k] = key
+            key = b
+            moving = True
+    return best[FAST_NEAREST - 1]
+
+
 @cuda.jit(device=True)
 def cell_of(v, cells_per_unit, grid_side):
     """The cell, along one side, of a coordinate (the far edge in the last cell)."""
@@ -219,9 +238,9 @@ def tag_nearest_grid(loc_x, loc_y, in_game, nearest, num_agents, num_nearest, gr
         # top left corner (1 cell for r = 0); those off the field are passed over.
         ring = 1 if r == 0 else 8 * r
         t = 0
+        side = 0  # the cell: which side of the ring, and how far along it (nearest.cu)
+        along = 0
         while t < ring:
-            side = 0 if r == 0 else t // (2 * r)
-            along = 0 if r == 0 else t % (2 * r)
             if side == 0:
                 gx, gy = cx - r + along, cy - r
             elif side == 1:
@@ -231,6 +250,10 @@ def tag_nearest_grid(loc_x, loc_y, in_game, nearest, num_agents, num_nearest, gr
             else:
                 gx, gy = cx - r, cy + r - along
             t += 1
+            along += 1
+            if along == 2 * r:
+                along = 0
+                side += 1
             if gx < 0 or gx >= grid_side or gy < 0 or gy >= grid_side:
                 continue
             c = gy * grid_side + gx
@@ -240,7 +263,10 @@ def tag_nearest_grid(loc_x, loc_y, in_game, nearest, num_agents, num_nearest, gr
                 if other != agent:
                     key = key_of(distance2(sorted_x[s] - my_x, sorted_y[s] - my_y), other)
                     if key < last:
-                        last = keep_nearest_keys(key, best, num_nearest)
+                        if num_nearest == FAST_NEAREST:
+                            last = keep_nearest_fast(key, best)
+                        else:
+                            last = keep_nearest_keys(key, best, num_nearest)
                 s += 1
         # Done when every slot is full and nothing outside the square searched can come
         # before the last: all of it is at least `margin` from me.
