@@ -506,9 +506,15 @@ def test_the_grid_model_stops_only_when_its_rings_hold_the_true_nearest(bench_sc
     assert nearest <= lane <= warp <= together
 
 
-def test_learned_against_chaser_in_workers_scores_every_seed_once(tmp_path, bench_script):
+def test_learned_against_chaser_in_workers_scores_every_seed_once(tmp_path, bench_script,
+                                                                  monkeypatch):
     """--workers 2: two processes train the seeds (0 and 2 in one, 1 in the other), and the
-    result holds each seed's run once, in order, with its intervals over all three."""
+    result holds each seed's run once, in order, with its intervals over all three. On the
+    CPU, on any machine: a machine with one GPU refuses two workers (the test below)."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # the workers see no GPU either
     result = bench_script("learned_vs_chaser").main(
         [str(tmp_path / "lc.json"), "--seconds", "0.3", "--seeds", "3", "--eval-envs", "2",
          "--workers", "2", "--set", "env.params.episode_length=20"])
