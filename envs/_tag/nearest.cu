@@ -128,6 +128,14 @@ __device__ __forceinline__ int tag_grid_side_for(int playing, int most) {
   return min(max(side, 1), most);
 }
 
+// One round of the grid's running sum (step 2 of tag_nearest_grid): to[c] = from[c] plus
+// from[c - d], the block's threads taking the cells in turn.
+__device__ __forceinline__ void tag_sum_round(const int* from, int* to, int cells, int d) {
+  for (int c = threadIdx.x; c < cells; c += blockDim.x) {
+    to[c] = from[c] + (c >= d ? from[c - d] : 0);
+  }
+}
+
 // Whether an agent's search can stop after ring r: every slot is full and nothing outside the
 // square of rings searched can come before the last, all of it being at least `margin` from
 // me (infinity where the square reaches the field's edge on every side: everything has been
@@ -159,6 +167,7 @@ extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
   __shared__ int sorted_agent[TAG_GRID_MAX_AGENTS];
   __shared__ int cell_start[TAG_GRID_MAX_SIDE * TAG_GRID_MAX_SIDE + 1];
   __shared__ int cell_next[TAG_GRID_MAX_SIDE * TAG_GRID_MAX_SIDE];
+  __shared__ int cell_sum[TAG_GRID_MAX_SIDE * TAG_GRID_MAX_SIDE];  // step 2's other half
   __shared__ int playing;  // the env's agents in the game
   const int env = wd_env_id();
   const int agent = wd_agent_id();
@@ -186,18 +195,27 @@ extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
     atomicAdd(&cell_next[tag_cell_index(loc_x[j], loc_y[j], cells_per_unit, grid_side)], 1);
   }
   __syncthreads();
-  // 2. Where each cell's agents start: the running sum of the counts before it (one thread
-  //    walks at most 1,024 cells), and each cell's next free place is its start.
-  if (threadIdx.x == 0) {
-    int sum = 0;
-    for (int c = 0; c < cells; ++c) {
-      const int count = cell_next[c];
-      cell_start[c] = sum;
-      cell_next[c] = sum;
-      sum += count;
+  // 2. Where each cell's agents start: the running sum of the counts before it, in
+  //    log2(cells) rounds of the whole block (Hillis and Steele's scan: each round adds to
+  //    every count the one d cells before it, from cell_next into cell_sum or back), then
+  //    each cell's start is the sum up to the cell before it, and its next free place its
+  //    start. One thread walking the 484 cells of 1,000 agents kept the block's other
+  //    threads waiting about 10 us, 15 blocks an SM in turn (bench/NOTES.md).
+  bool in_sum = false;  // whether the sums so far are in cell_sum (else in cell_next)
+  for (int d = 1; d < cells; d *= 2) {
+    if (in_sum) {
+      tag_sum_round(cell_sum, cell_next, cells, d);
+    } else {
+      tag_sum_round(cell_next, cell_sum, cells, d);
     }
-    cell_start[cells] = sum;
+    in_sum = !in_sum;
+    __syncthreads();
   }
+  const int* sums = in_sum ? cell_sum : cell_next;  // sums[c]: the agents in cells 0 to c
+  for (int c = threadIdx.x; c < cells; c += blockDim.x) cell_start[c + 1] = sums[c];
+  if (threadIdx.x == 0) cell_start[0] = 0;
+  __syncthreads();
+  for (int c = threadIdx.x; c < cells; c += blockDim.x) cell_next[c] = cell_start[c];
   __syncthreads();
   // 3. Each agent in the game into its cell's next free place (within a cell in any order).
   for (int a = threadIdx.x; a < num_agents; a += blockDim.x) {

@@ -143,6 +143,15 @@ def cell_index(x, y, cells_per_unit, grid_side):
 
 
 @cuda.jit(device=True)
+def sum_round(source, target, cells, d):
+    """One round of the grid's running sum: target[c] = source[c] plus source[c - d]."""
+    c = cuda.threadIdx.x
+    while c < cells:
+        target[c] = source[c] + (source[c - d] if c >= d else 0)
+        c += cuda.blockDim.x
+
+
+@cuda.jit(device=True)
 def grid_side_for(playing, most):
     """The grid's side for the agents in the game now: about AGENTS_PER_CELL of them a
     cell, at least 1 and at most the side sized for all of them (nearest.cu says why)."""
@@ -161,6 +170,7 @@ def tag_nearest_grid(loc_x, loc_y, in_game, nearest, num_agents, num_nearest, gr
     sorted_agent = cuda.shared.array(GRID_MAX_AGENTS, int32)
     cell_start = cuda.shared.array(GRID_CELL_STARTS, int32)
     cell_next = cuda.shared.array(GRID_CELLS, int32)
+    cell_sum = cuda.shared.array(GRID_CELLS, int32)  # step 2's other half
     playing = cuda.shared.array(1, int32)  # the env's agents in the game
     env = env_id()
     agent = agent_id()
@@ -195,17 +205,29 @@ def tag_nearest_grid(loc_x, loc_y, in_game, nearest, num_agents, num_nearest, gr
                                                   cells_per_unit, grid_side), 1)
         a += cuda.blockDim.x
     cuda.syncthreads()
-    # 2. Where each cell's agents start, and each cell's next free place is its start.
+    # 2. Where each cell's agents start: a running sum in log2(cells) rounds of the whole
+    #    block (nearest.cu says how and why), then each cell's next free place is its start.
+    in_sum = False  # whether the sums so far are in cell_sum (else in cell_next)
+    d = 1
+    while d < cells:
+        if in_sum:
+            sum_round(cell_sum, cell_next, cells, d)
+        else:
+            sum_round(cell_next, cell_sum, cells, d)
+        in_sum = not in_sum
+        cuda.syncthreads()
+        d *= 2
+    c = cuda.threadIdx.x
+    while c < cells:  # the agents in cells 0 to c
+        cell_start[c + 1] = cell_sum[c] if in_sum else cell_next[c]
+        c += cuda.blockDim.x
     if cuda.threadIdx.x == 0:
-        total = 0
-        c = 0
-        while c < cells:
-            count = cell_next[c]
-            cell_start[c] = total
-            cell_next[c] = total
-            total += count
-            c += 1
-        cell_start[cells] = total
+        cell_start[0] = 0
+    cuda.syncthreads()
+    c = cuda.threadIdx.x
+    while c < cells:
+        cell_next[c] = cell_start[c]
+        c += cuda.blockDim.x
     cuda.syncthreads()
     # 3. Each agent in the game into its cell's next free place (within a cell in any order).
     a = cuda.threadIdx.x
