@@ -5,6 +5,9 @@ more runners per game than bench/tag_chaser.py's chaser, against the same runner
     python bench/learned_vs_chaser.py out.json --game fast-runners   # a game where one can't
     python bench/learned_vs_chaser.py out.json --seconds 2 --seeds 2 --eval-envs 4   # small
     python bench/learned_vs_chaser.py out.json --seeds 10 --workers 4   # a seed a GPU at once
+    python bench/learned_vs_chaser.py a.json --seeds 5                  # on one GPU, ten seeds
+    python bench/learned_vs_chaser.py b.json --seeds 5 --first-seed 5   #   in two calls,
+    python bench/learned_vs_chaser.py out.json --merge a.json b.json    #   scored as one
 
 Each seed trains taggers and runners together (Tag continuous as its config plays it, A2C)
 for `--seconds` of training (the clock counts training only). Then four scores, each the
@@ -20,11 +23,17 @@ learning curve (about 40 points over its training: tags per episode, the taggers
 both sides' policy entropy), so a seed that learns nothing shows when it stopped. A table to
 read and a JSON; nothing here fails on a number.
 
-`--workers N` trains the seeds in N processes at once, worker k taking seeds k, k + N, ...
+`--workers N` trains the seeds in N processes at once, worker k taking the seeds' k-th,
+(k + N)-th, ...
 and, on a machine with N GPUs or more, GPU k alone (CUDA_VISIBLE_DEVICES), so each seed
 still has a whole GPU for its minute and ten seeds take three minutes on four GPUs, not ten.
 Fewer GPUs than workers is refused: seeds sharing a GPU would each train less in their
 minute. The scores and intervals are then over every worker's seeds.
+
+`--first-seed K` trains seeds K to K + seeds - 1, so that runs too long for one sitting (ten
+seeds of a minute on one GPU, where a device call lasts ten) can be split; `--merge` then
+scores the runs of several such results as one, refusing results of different settings (game,
+changes, seconds, games scored, chaser) or with a seed twice. It trains nothing.
 
 Games (`--game`):
 
@@ -136,6 +145,10 @@ def main(argv=None) -> dict:
     parser.add_argument("out", type=Path)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="the first seed: seeds first-seed to first-seed + seeds - 1")
+    parser.add_argument("--merge", nargs="+", type=Path, default=None, metavar="RESULT",
+                        help="score the runs of these results as one, training nothing")
     parser.add_argument("--eval-envs", type=int, default=100)
     parser.add_argument("--game", choices=sorted(GAMES), default="default")
     parser.add_argument("--variant", default="runner",
@@ -146,6 +159,10 @@ def main(argv=None) -> dict:
                         help="processes training seeds at once, a GPU each (see above)")
     parser.add_argument("--only-seeds", default=None, help=argparse.SUPPRESS)  # a worker's
     args = parser.parse_args(argv)
+    if args.merge:
+        return summarize(*merged(parser, args))
+    if args.first_seed < 0:
+        parser.error(f"--first-seed must be 0 or more, got {args.first_seed}.")
     if args.seeds < 1 or not 1 <= args.workers <= args.seeds:
         parser.error(f"--seeds must be at least 1 and --workers from 1 to --seeds; got "
                      f"--seeds {args.seeds} --workers {args.workers}.")
@@ -162,9 +179,51 @@ def main(argv=None) -> dict:
             runs = train_seeds(args, [int(s) for s in args.only_seeds.split(",")])
             args.out.write_text(json.dumps({"runs": runs}) + "\n")
             return {"runs": runs}
-        return summarize(args, train_seeds(args, list(range(args.seeds))))
+        return summarize(args, train_seeds(args, seeds_of(args)))
     finally:
         set_fast("reset")
+
+
+def seeds_of(args) -> list[int]:
+    """The seeds asked for: args.seeds of them from args.first_seed."""
+    return list(range(args.first_seed, args.first_seed + args.seeds))
+
+
+#: What results must share to be scored together (--merge): the game and how it was played.
+SETTINGS = ("benchmark", "game", "sets", "seconds", "eval_envs", "variant", "num_envs", "params")
+
+
+def merged(parser, args) -> tuple[argparse.Namespace, list[dict]]:
+    """The runs of the results args.merge names, by seed, and their shared settings as the
+    arguments summarize reads; an error (parser.error) where they differ or share a seed."""
+    results = []
+    for path in args.merge:
+        try:
+            results.append(json.loads(path.read_text()))
+        except (OSError, ValueError) as err:
+            parser.error(f"--merge: cannot read {path} as a learned_vs_chaser result ({err}).")
+        if results[-1].get("benchmark") != "learned_vs_chaser" or "runs" not in results[-1]:
+            parser.error(f"--merge: {path} is not a learned_vs_chaser result.")
+    first = results[0]
+    for path, result in zip(args.merge[1:], results[1:], strict=True):
+        differ = [key for key in SETTINGS if result.get(key) != first.get(key)]
+        if differ:
+            parser.error(f"--merge: {path} was played with other settings than "
+                         f"{args.merge[0]} ({', '.join(differ)}); only runs of one game and "
+                         f"one way of playing it are scored together.")
+    runs = sorted((run for result in results for run in result["runs"]),
+                  key=lambda run: run["seed"])
+    seeds = [run["seed"] for run in runs]
+    twice = sorted({seed for seed in seeds if seeds.count(seed) > 1})
+    if twice:
+        parser.error(f"--merge: seed(s) {twice} appear in more than one result; each seed is "
+                     f"scored once.")
+    extra = [change for change in first["sets"] if change not in GAMES[first["game"]]]
+    return argparse.Namespace(
+        out=args.out, game=first["game"], sets=extra, seconds=first["seconds"],
+        eval_envs=first["eval_envs"], variant=first["variant"],
+        workers=[result.get("workers", 1) for result in results],
+        merged_from=[str(path) for path in args.merge]), runs
 
 
 def train_seeds(args, seeds: list[int]) -> list[dict]:
@@ -198,7 +257,7 @@ def in_workers(args) -> list[dict]:
     with tempfile.TemporaryDirectory() as folder:
         workers = []
         for k in range(args.workers):
-            seeds = ",".join(str(s) for s in range(k, args.seeds, args.workers))
+            seeds = ",".join(str(s) for s in seeds_of(args)[k::args.workers])
             env = dict(os.environ)
             if torch.cuda.device_count():
                 env["CUDA_VISIBLE_DEVICES"] = str(k)
@@ -249,6 +308,8 @@ def summarize(args, runs: list[dict]) -> dict:
               "sets": [*GAMES[args.game], *args.sets], "seconds": args.seconds,
               "seeds": seeds, "eval_envs": args.eval_envs, "variant": args.variant,
               "workers": args.workers, "num_envs": runs[0]["num_envs"],
+              **({"merged_from": args.merged_from} if getattr(args, "merged_from", None)
+                 else {}),
               "params": runs[0]["params"], "runs": runs, "rows": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")

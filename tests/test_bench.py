@@ -423,6 +423,46 @@ def test_learned_against_chaser_scores_both_on_the_same_games_over_the_seeds(tmp
 
 
 
+def test_learned_against_chaser_splits_seeds_over_sittings_and_merges_them(
+        tmp_path, bench_script, capsys):
+    """--first-seed trains a later range of seeds; --merge scores two such results as one
+    (each seed's scores as trained, intervals over all four), and refuses results of other
+    settings or with a seed twice, naming what differs."""
+    module = bench_script("learned_vs_chaser")
+    toy = ["--seconds", "0.3", "--seeds", "2", "--eval-envs", "2",
+           "--set", "env.params.episode_length=20"]
+    first = module.main([str(tmp_path / "a.json"), *toy])
+    second = module.main([str(tmp_path / "b.json"), *toy, "--first-seed", "2"])
+    assert first["seeds"] == [0, 1] and second["seeds"] == [2, 3]
+    both = module.main([str(tmp_path / "ab.json"), "--merge", str(tmp_path / "b.json"),
+                        str(tmp_path / "a.json")])
+    assert both["seeds"] == [0, 1, 2, 3] and both["sets"] == first["sets"]
+    assert both["merged_from"] == [str(tmp_path / "b.json"), str(tmp_path / "a.json")]
+    trained = {run["seed"]: run for run in first["runs"] + second["runs"]}
+    rows = {row["score"]: row for row in both["rows"]}
+    for seed, difference in rows["learned - chaser, random runners"]["per_seed"].items():
+        run = trained[seed]
+        assert difference == pytest.approx(run["learned/random"] - run["chaser/random"])
+    assert json.loads((tmp_path / "ab.json").read_text())["seeds"] == [0, 1, 2, 3]
+
+    with pytest.raises(SystemExit):  # seed 0 and 1 twice
+        module.main([str(tmp_path / "aa.json"), "--merge", str(tmp_path / "a.json"),
+                     str(tmp_path / "a.json")])
+    assert "seed(s) [0, 1] appear in more than one result" in capsys.readouterr().err
+    other = json.loads((tmp_path / "b.json").read_text())
+    other["seconds"] = 60.0
+    (tmp_path / "c.json").write_text(json.dumps(other))
+    with pytest.raises(SystemExit):
+        module.main([str(tmp_path / "ac.json"), "--merge", str(tmp_path / "a.json"),
+                     str(tmp_path / "c.json")])
+    assert "other settings than" in capsys.readouterr().err.replace("\n", " ")
+    assert not (tmp_path / "ac.json").exists()
+    with pytest.raises(SystemExit):  # a worker's part is not a result
+        (tmp_path / "part.json").write_text(json.dumps({"runs": first["runs"]}))
+        module.main([str(tmp_path / "ap.json"), "--merge", str(tmp_path / "part.json")])
+    assert "not a learned_vs_chaser result" in capsys.readouterr().err
+
+
 def test_the_pairs_game_takes_two_taggers_to_catch(bench_script):
     """learned_vs_chaser's `pairs` game: a trainer of it plays Tag with taggers_needed=2."""
     from wd_teach.train.trainer import Trainer
