@@ -10,7 +10,9 @@ agents it compared a second if it compared them all (num_agents x (num_agents - 
 and whether its slots equal the other method's on the same field (they must: the tests hold
 both to the NumPy reference; each method's slots are cleared before it runs). A table to
 read, never a pass or fail. A random field of the continuous game's size (20 x 20), every
-agent in the game, 10 nearest.
+agent in the game, 10 nearest. `--threads 1024,256` times the grid search again with blocks
+of fewer threads (an env then has several blocks, each building the env's whole grid and
+searching its own agents): how the search's time depends on the blocks an SM can hold.
 
 `search()` and `NearestSearch` run either kernel from NumPy arrays on a backend, with their
 input checked; tests/test_tag_nearest.py holds both to tag_reference.neighbors with them.
@@ -156,12 +158,16 @@ def main(argv=None) -> dict:
     parser.add_argument("--nearest", type=int, default=10)
     parser.add_argument("--backends", default="pycuda,numba")
     parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--threads", default=str(MAX_THREADS),
+                        help="threads a block, commas: the grid search at each (the tiled "
+                             "search at the first)")
     args = parser.parse_args(argv)
+    threads = [int(t) for t in args.threads.split(",")]
     gpu = torch.cuda.is_available()
     device = torch.device("cuda" if gpu else "cpu")
     rows = []
-    print(f"{'backend':<8} {'method':<6} {'agents':>6} {'grid':>5} {'ms/search':>10} "
-          f"{'pairs/s':>10} {'same slots':>10}")
+    print(f"{'backend':<8} {'method':<6} {'agents':>6} {'grid':>5} {'threads':>7} "
+          f"{'ms/search':>10} {'pairs/s':>10} {'same slots':>10}")
     for agents in (int(a) for a in args.agents.split(",")):
         rng = np.random.default_rng(agents)
         shape = (args.envs, agents)
@@ -169,26 +175,28 @@ def main(argv=None) -> dict:
         loc_y = rng.uniform(0, FIELD, shape).astype(np.float32)
         in_game = np.ones(shape, np.int32)
         for backend in args.backends.split(","):
-            finder = NearestSearch(loc_x, loc_y, in_game, args.nearest, backend,
-                                   field_size=FIELD)
-            slots = {}
-            for method in METHODS:
-                timed = time_calls(lambda f=finder, m=method: f.run(m), args.calls, warmup=3,
-                                   device=device)
-                slots[method] = finder.slots()
-                ms = 1e3 * statistics.median(timed.per_call)
-                pairs = args.envs * agents * (agents - 1) / (ms / 1e3)
-                rows.append({"backend": backend, "method": method, "agents": agents,
-                             "envs": args.envs, "nearest": args.nearest,
-                             "grid_side": grid_side_for(agents) if method == "grid" else None,
-                             "ms_per_search": ms, "pairs_per_second": pairs})
-            same = bool(np.array_equal(slots["tiles"], slots["grid"]))
-            for row in rows[-len(METHODS):]:
-                row["same_slots"] = same
-                grid = row["grid_side"] or "-"
-                print(f"{backend:<8} {row['method']:<6} {agents:>6} {grid:>5} "
-                      f"{row['ms_per_search']:>10.3f} {row['pairs_per_second']:>10.3g} "
-                      f"{'yes' if same else 'NO':>10}", flush=True)
+            tiles = None  # the tiled search's slots, at the first threads: what grid must equal
+            for block in threads:
+                finder = NearestSearch(loc_x, loc_y, in_game, args.nearest, backend,
+                                       field_size=FIELD, max_threads=block)
+                for method in METHODS if tiles is None else ("grid",):
+                    timed = time_calls(lambda f=finder, m=method: f.run(m), args.calls,
+                                       warmup=3, device=device)
+                    slots = finder.slots()
+                    if method == "tiles":
+                        tiles = slots
+                    ms = 1e3 * statistics.median(timed.per_call)
+                    row = {"backend": backend, "method": method, "agents": agents,
+                           "envs": args.envs, "nearest": args.nearest,
+                           "threads": finder.launcher.geometry.threads,
+                           "grid_side": grid_side_for(agents) if method == "grid" else None,
+                           "ms_per_search": ms,
+                           "pairs_per_second": args.envs * agents * (agents - 1) / (ms / 1e3),
+                           "same_slots": bool(np.array_equal(tiles, slots))}
+                    rows.append(row)
+                    print(f"{backend:<8} {method:<6} {agents:>6} {row['grid_side'] or '-':>5} "
+                          f"{row['threads']:>7} {ms:>10.3f} {row['pairs_per_second']:>10.3g} "
+                          f"{'yes' if row['same_slots'] else 'NO':>10}", flush=True)
     result = {"benchmark": "nearest", "machine": machine(), "versions": versions(),
               "field_size": FIELD, "calls": args.calls, "rows": rows}
     write_results(result, args.out)

@@ -178,6 +178,18 @@ def test_the_bench_times_both_searches_and_finds_them_equal(tmp_path, capsys):
     assert "ms/search" in capsys.readouterr().out
 
 
+def test_the_bench_times_the_grid_at_each_block_size(tmp_path):
+    """--threads: the grid search again at each block size (an env of 64 agents in blocks of
+    32 has two, each building the whole grid), the tiled search once, at the first; every row's
+    slots equal the tiled search's."""
+    result = nearest.main([str(tmp_path / "n.json"), "--envs", "2", "--agents", "64",
+                           "--backends", "numba", "--calls", "1", "--threads", "64,32"])
+    rows = result["rows"]
+    assert [(r["method"], r["threads"]) for r in rows] == [
+        ("tiles", 64), ("grid", 64), ("grid", 32)]
+    assert all(r["same_slots"] for r in rows)
+
+
 @pytest.mark.parametrize("agents, k, max_threads", [(250, 10, 256), (150, 16, 160),
                                                     (250, 10, 96)])
 def test_the_grid_writes_its_slots_a_few_warps_at_a_time(backend, agents, k, max_threads):
