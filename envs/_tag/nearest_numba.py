@@ -244,43 +244,51 @@ def tag_nearest_grid(loc_x, loc_y, in_game, nearest, num_agents, num_nearest, gr
     active = agent < num_agents
 
     # 4. Search ring by ring: ring r is the cells r away from mine, ring 0 my own cell.
+    #    Every integer of the walk is kept an int32 (int32(...) around each sum): Numba types
+    #    a sum of integers as int64, and the walk's ring, cell and place as 64-bit values
+    #    took twice the registers, so that ptxas spilled them to local memory (84 bytes
+    #    stored, 108 loaded, in the ring loop) and each add and compare was two
+    #    instructions. Compiled for sm_90 (numba-cuda 0.30.4, ptxas 13.0): 2,176
+    #    instructions with 64-bit integers, 2,000 and no spill with these.
     my_x = loc_x[env, agent if active else 0]
     my_y = loc_y[env, agent if active else 0]
-    cx = cell_of(my_x, cells_per_unit, grid_side)
-    cy = cell_of(my_y, cells_per_unit, grid_side)
+    cx = int32(cell_of(my_x, cells_per_unit, grid_side))
+    cy = int32(cell_of(my_y, cells_per_unit, grid_side))
+    width = int32(grid_side)  # cells along a side, as an int32
     cell = field_size / float32(grid_side)
     slack = float32(1e-4) * cell  # nearest.cu says why
     best = cuda.local.array(MAX_NEAREST, uint64)
     for k in range(MAX_NEAREST):
         best[k] = NO_ONE
     last = NO_ONE  # the key in the last slot
-    r = 0 if active else grid_side
-    while r < grid_side:
+    r = int32(0) if active else width
+    while r < width:
         # The ring's cells in one walk, each once: four sides of 2r, clockwise from its
         # top left corner (1 cell for r = 0); those off the field are passed over.
-        ring = 1 if r == 0 else 8 * r
-        t = 0
-        side = 0  # the cell: which side of the ring, and how far along it (nearest.cu)
-        along = 0
+        ring = int32(1) if r == 0 else int32(8 * r)
+        t = int32(0)
+        side = int32(0)  # the cell: which side of the ring, and how far along it (nearest.cu)
+        along = int32(0)
         while t < ring:
             if side == 0:
-                gx, gy = cx - r + along, cy - r
+                gx, gy = int32(cx - r + along), int32(cy - r)
             elif side == 1:
-                gx, gy = cx + r, cy - r + along
+                gx, gy = int32(cx + r), int32(cy - r + along)
             elif side == 2:
-                gx, gy = cx + r - along, cy + r
+                gx, gy = int32(cx + r - along), int32(cy + r)
             else:
-                gx, gy = cx - r, cy + r - along
-            t += 1
-            along += 1
-            if along == 2 * r:
-                along = 0
-                side += 1
-            if gx < 0 or gx >= grid_side or gy < 0 or gy >= grid_side:
+                gx, gy = int32(cx - r), int32(cy + r - along)
+            t = int32(t + 1)
+            along = int32(along + 1)
+            if along == int32(2 * r):
+                along = int32(0)
+                side = int32(side + 1)
+            if gx < 0 or gx >= width or gy < 0 or gy >= width:
                 continue
-            c = gy * grid_side + gx
+            c = int32(gy * width + gx)
             s = cell_start[c]
-            while s < cell_start[c + 1]:
+            end = cell_start[c + 1]
+            while s < end:
                 other = sorted_agent[s]
                 if other != agent:
                     key = key_of(distance2(sorted_x[s] - my_x, sorted_y[s] - my_y), other)
@@ -289,24 +297,24 @@ def tag_nearest_grid(loc_x, loc_y, in_game, nearest, num_agents, num_nearest, gr
                             last = keep_nearest_fast(key, best)
                         else:
                             last = keep_nearest_keys(key, best, num_nearest)
-                s += 1
+                s = int32(s + 1)
         # Done when every slot is full and nothing outside the square searched can come
         # before the last: all of it is at least `margin` from me.
         if last != NO_ONE:
             margin = float32(np.inf)
             if cx - r > 0:
                 margin = min(margin, my_x - float32(cx - r) * cell)
-            if cx + r < grid_side - 1:
+            if cx + r < width - 1:
                 margin = min(margin, float32(cx + r + 1) * cell - my_x)
             if cy - r > 0:
                 margin = min(margin, my_y - float32(cy - r) * cell)
-            if cy + r < grid_side - 1:
+            if cy + r < width - 1:
                 margin = min(margin, float32(cy + r + 1) * cell - my_y)
             margin = margin - slack
             last_d2 = bits_float(int32(last >> SHIFT))
             if margin > 0 and last_d2 < float32(0.999) * margin * margin:
                 break
-        r += 1
+        r = int32(r + 1)
 
     # 5. Write the slots, each warp's rows as one run, staged a few warps at a time in
     #    sorted_agent (nearest.cu says why).
