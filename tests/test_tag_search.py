@@ -83,6 +83,23 @@ def test_the_kernels_size_their_grid_for_the_agents_per_cell_the_game_aims_at():
     assert int(declared) == nearest_numba.AGENTS_PER_CELL == game.AGENTS_PER_CELL
 
 
+def test_a_step_kernel_takes_blocks_of_its_own_size(backend):
+    """Env.step_threads: the grid search in blocks of 32 threads (three an env of 70 agents,
+    each building the env's whole grid), the game's other kernels one thread an agent in one
+    block; every array after every step is the reference's."""
+
+    class SmallBlocks(TagContinuous):
+        step_threads = {"tag_nearest_grid": 32}
+
+    env = SmallBlocks(num_taggers=7, num_runners=63, num_nearest=5, episode_length=6,
+                      tagging_distance=2.0, search="grid")
+    launches = {kernel: (grid, block) for kernel, grid, block in
+                EnvWrapper(env, 2, backend).step_launches}
+    assert launches["tag_nearest_grid"] == ((2, 3), (32, 1, 1))
+    assert launches["tag_continuous_move"] == (None, None)  # the launcher's: (2, 1), (70,)
+    check_consistency(env, ["numpy", backend], num_envs=2, steps=5).assert_ok()
+
+
 @pytest.mark.parametrize("game", GAMES)
 def test_the_grid_search_holds_as_the_game_empties(backend, game):
     """Runners leave fast here (a wide reach, or a field of 3 x 3 squares): from 60 agents

@@ -279,6 +279,13 @@ class Env:
     #: Agents that only read each other's state in a later kernel launch need no barrier.
     one_block_per_env: ClassVar[bool] = False
 
+    #: Threads a block for a step kernel that runs faster in blocks of fewer than one thread
+    #: an agent: {kernel name: threads}. Such a kernel takes several blocks an environment
+    #: and must work out its own agents from wd_agent_id() / agent_id() (the launcher's
+    #: other kernels keep one thread an agent in as few blocks as fit). Speed only: the
+    #: kernel writes the same whatever its blocks (Tag's grid search: envs/_tag/game.py).
+    step_threads: ClassVar[dict[str, int]] = {}
+
     #: Store arrays that every step writes before any kernel reads them (Tag: `nearest`,
     #: which agent each slot shows). A checkpoint may lack them, one saved before the array
     #: existed: resuming keeps the store's own, which the next step overwrites.

@@ -274,7 +274,7 @@ class EnvWrapper:
         """The step's kernels, each plain one replaced by its fast twin where the fast floor
         is on for this device and the env has a twin that fits the game. A backend may run
         the plain kernels only (the exercises' CPU runner of CUDA C does)."""
-        plan = [(kernel, None, None) for kernel in self.env.step_kernels]
+        plan = [self._launch_of(kernel, max_threads) for kernel in self.env.step_kernels]
         if not fast_floor(self.store.device):
             return plan
         twins = {t.replaces: t for t in self.env.fast_kernels() if t.threads > 0}
@@ -288,6 +288,16 @@ class EnvWrapper:
                                        min(twin.threads, max_threads))
             plan[at] = (twin.name, geometry.grid, geometry.block)
         return plan
+
+    def _launch_of(self, kernel: str, max_threads: int) -> tuple[str, tuple | None,
+                                                                 tuple | None]:
+        """(kernel, grid, block): the launcher's geometry (None), or the env's own block
+        size for this kernel (Env.step_threads)."""
+        threads = self.env.step_threads.get(kernel)
+        if threads is None or threads >= min(self.num_agents, max_threads):
+            return (kernel, None, None)
+        geometry = launch_geometry(self.num_envs, self.num_agents, threads)
+        return (kernel, geometry.grid, geometry.block)
 
     def __repr__(self) -> str:
         return (f"EnvWrapper({type(self.env).__name__}, {self.num_envs} envs x "
