@@ -590,3 +590,24 @@ def test_learned_against_chaser_gives_each_worker_a_gpu_or_refuses(tmp_path, ben
                                                 "--workers", "3"])
     assert "Give --workers 2 or fewer" in capsys.readouterr().err
     assert not (tmp_path / "lc.json").exists()
+
+
+def test_observe_twin_times_the_step_with_the_grid_search_in_smaller_blocks(tmp_path,
+                                                                            bench_script):
+    """bench/observe_twin.py at toy size on the simulator: the twin equals the plain
+    observe, and --grid-threads adds a step row for each block size of the grid search, its
+    slots checked equal to those of the game's own blocks on the same state."""
+    from wd_teach.floors import set_fast
+
+    out = tmp_path / "ot.json"
+    try:
+        status = bench_script("observe_twin").main(
+            [str(out), "--envs", "2", "--agents", "40", "--backends", "numba", "--calls", "1",
+             "--grid-threads", "32,16"])
+    finally:
+        set_fast("reset")
+    rows = json.loads(out.read_text())["rows"]
+    assert status == 0
+    assert [(r["observe"], r.get("grid_threads")) for r in rows] == [
+        ("plain", None), ("twin", None), ("twin", 32), ("twin", 16)]
+    assert all(r["same"] and r["step_ms"] > 0 for r in rows)
