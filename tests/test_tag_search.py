@@ -100,20 +100,6 @@ def test_a_step_kernel_takes_blocks_of_its_own_size(backend):
     check_consistency(env, ["numpy", backend], num_envs=2, steps=5).assert_ok()
 
 
-def test_the_games_run_the_grid_search_in_blocks_of_grid_threads():
-    """A game of 300 agents: the grid search in two blocks of GRID_THREADS an env, the other
-    kernels in one block of 300; a game of fewer agents than GRID_THREADS, one block."""
-    from wd_teach_envs._tag.game import GRID_THREADS
-
-    assert GRID_THREADS == 256
-    for game, agents, want in ((TagContinuous, (30, 270), ((1, 2), (256, 1, 1))),
-                               (TagGrid, (10, 90), (None, None))):
-        env = game(num_taggers=agents[0], num_runners=agents[1], search="grid")
-        launches = {kernel: (grid, block) for kernel, grid, block in
-                    EnvWrapper(env, 1, "numba").step_launches}
-        assert launches["tag_nearest_grid"] == want
-
-
 @pytest.mark.parametrize("game", GAMES)
 def test_the_grid_search_holds_as_the_game_empties(backend, game):
     """Runners leave fast here (a wide reach, or a field of 3 x 3 squares): from 60 agents

@@ -48,11 +48,6 @@ TAG_CUH = TAG_FOLDER / "tag.cuh"
 NEAREST_CU = TAG_FOLDER / "nearest.cu"
 #: The searches a game can use to find each agent's nearest (see the module's docstring).
 SEARCHES = ("tiles", "grid")
-#: Threads a block of the grid search (Env.step_threads), not one an agent: at 63
-#: registers a block of 1,000 fills an SM, which then waits at the block's barriers with
-#: nothing else to run; blocks of 256 run four an SM, each building its env's whole grid
-#: and searching its own agents (bench/NOTES.md, "The grid search in smaller blocks").
-GRID_THREADS = 256
 #: AGENTS_PER_CELL (nearest_numba.py, nearest.cu): the agents a cell that the grid aims at,
 #: about two, so that the ring around an agent's own cell (9 cells, about 18 agents) holds
 #: its 10 nearest or nearly.
@@ -140,7 +135,6 @@ class TagGame(Env):
     `game_constants()`."""
 
     shared_cuda = (TAG_CU, NEAREST_CU)
-    step_threads = {"tag_nearest_grid": GRID_THREADS}
     tolerance = Tolerance(rtol=0.0, atol=1e-6,
                           why="no transcendentals and no fused multiply-adds: every backend "
                               "rounds alike, so any difference is a bug")
