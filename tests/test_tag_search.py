@@ -100,6 +100,16 @@ def test_a_step_kernel_takes_blocks_of_its_own_size(backend):
     check_consistency(env, ["numpy", backend], num_envs=2, steps=5).assert_ok()
 
 
+def test_an_env_held_in_one_block_cannot_split_a_kernel_over_blocks():
+    class Contradictory(TagContinuous):
+        one_block_per_env = True
+        step_threads = {"tag_nearest_grid": 32}
+
+    env = Contradictory(num_taggers=7, num_runners=63, search="grid")
+    with pytest.raises(EnvError, match="one_block_per_env.*cannot split tag_nearest_grid"):
+        EnvWrapper(env, 2, "numba")
+
+
 @pytest.mark.parametrize("game", GAMES)
 def test_the_grid_search_holds_as_the_game_empties(backend, game):
     """Runners leave fast here (a wide reach, or a field of 3 x 3 squares): from 60 agents

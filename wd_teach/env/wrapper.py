@@ -40,6 +40,11 @@ def _check_one_block(env: Env, geometry) -> None:
     """An env whose kernels hold its agents together with a barrier (one_block_per_env)
     cannot be split over blocks: a barrier waits only for its own block's threads, so the
     agents of the other block would be read half-written. Refused before any GPU work."""
+    if env.one_block_per_env and env.step_threads:
+        raise EnvError(f"{type(env).__name__} holds each environment in one block "
+                       f"(one_block_per_env), so its step_threads cannot split "
+                       f"{', '.join(env.step_threads)} over smaller blocks: declare one or "
+                       "the other.")
     blocks = geometry.grid[1]
     if env.one_block_per_env and blocks > 1:
         raise EnvError(
