@@ -22,6 +22,9 @@
 # The limits allow for each game's initial state, made on the host (20 to 40 s at 1,000
 # agents; bench/NOTES.md). HEADLINE_STAGES=env-both,rollout (names, commas) runs only
 # those stages, so the whole can be split over two device calls; unset, all of them.
+# NEAREST_THREADS=1024,256 times the search alone at each block size (bench/nearest.py
+# --threads), SEARCH_THREADS=1024,256 the step with the grid search at each (the
+# observe-twin stage, bench/observe_twin.py --grid-threads).
 # Exit status: the number of stages that failed or ran out of time.
 set -u
 out="${1:-results}"
@@ -33,6 +36,8 @@ both="${HEADLINE_BACKENDS:-pycuda,numba}"  # HEADLINE_ENVS=2: a smoke test on a 
 kernel_backends="${NEAREST_BACKENDS:-pycuda,numba}"
 nearest_agents="${NEAREST_AGENTS:-110,500,1000}"
 observe_agents="${OBSERVE_AGENTS:-1000}"
+nearest_threads="${NEAREST_THREADS:-1024}"
+search_threads="${SEARCH_THREADS:-}"
 search="env.params.search=${HEADLINE_SEARCH:-grid}"
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
@@ -75,7 +80,7 @@ bench() { echo wd_teach.cli bench "$@"; }
 stage env-agents 200 $(bench env --envs "$envs" --agents 110,500,1000 --backend "$one" \
   --iterations 20 --out "$out/env-agents.json")
 stage nearest 120 bench/nearest.py "$out/nearest.json" --envs "$envs" \
-  --agents "$nearest_agents" --backends "$kernel_backends"
+  --agents "$nearest_agents" --backends "$kernel_backends" --threads "$nearest_threads"
 # Where a step's GPU time goes at 1,000 agents, kernel by kernel (torch.profiler): a GPU only.
 if python3 -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then
   stage env-kernels 240 bench/env_kernels.py "$out/env-kernels.json" --envs "$envs" \
@@ -84,7 +89,7 @@ else
   echo "=== env-kernels: skipped (torch sees no CUDA GPU: the profile is of GPU kernels)"
 fi
 stage observe-twin 240 bench/observe_twin.py "$out/observe-twin.json" --envs "$envs" \
-  --agents "$observe_agents" --backends "$kernel_backends"
+  --agents "$observe_agents" --backends "$kernel_backends" --grid-threads "$search_threads"
 stage env-both 240 $(bench env --envs "$envs" --agents 1000 --backend "$both" \
   --iterations 20 --set "$search" --out "$out/env-both.json")
 stage env-grid 240 $(bench env --env tag_grid --envs "$envs" --agents 1000 \
