@@ -30,7 +30,7 @@ import torch
 
 from wd_teach.data import DataStore
 from wd_teach.errors import EnvError
-from wd_teach.launch import KernelLauncher
+from wd_teach.launch import KernelLauncher, launch_geometry
 from wd_teach.scale.bench import machine, versions, write_results
 from wd_teach.timing import time_calls
 from wd_teach_envs._tag import nearest_numba
@@ -83,8 +83,10 @@ class NearestSearch:
         for kernels, folders in self.launcher.backend.env_kernels(_Kernels()):
             self.launcher.load(kernels, folders)
 
-    def run(self, method: str = "grid") -> None:
-        """Search by `method`, into slots cleared first: a slot the kernel missed is -2."""
+    def run(self, method: str = "grid", threads: int | None = None) -> None:
+        """Search by `method`, into slots cleared first: a slot the kernel missed is -2.
+        `threads`: the block size (several blocks an env where fewer than its agents);
+        None, the launcher's, max_threads."""
         if method not in METHODS:
             raise EnvError(f"method must be one of {', '.join(METHODS)}, got {method!r}.")
         if method == "grid" and self.store.num_agents > GRID_MAX_AGENTS:
@@ -92,7 +94,9 @@ class NearestSearch:
                            f"shared memory, and this game has {self.store.num_agents:,}: use "
                            "method='tiles'.")
         self.store["nearest"].fill_(-2)
-        self.launcher.launch(f"tag_nearest_{method}")
+        geometry = self.launcher.geometry if threads is None else launch_geometry(
+            self.store.num_envs, self.store.num_agents, threads)
+        self.launcher.launch(f"tag_nearest_{method}", grid=geometry.grid, block=geometry.block)
 
     def slots(self) -> np.ndarray:
         return self.store.pull("nearest").astype(np.int64)
@@ -175,20 +179,20 @@ def main(argv=None) -> dict:
         loc_y = rng.uniform(0, FIELD, shape).astype(np.float32)
         in_game = np.ones(shape, np.int32)
         for backend in args.backends.split(","):
+            finder = NearestSearch(loc_x, loc_y, in_game, args.nearest, backend,
+                                   field_size=FIELD)
             tiles = None  # the tiled search's slots, at the first threads: what grid must equal
             for block in threads:
-                finder = NearestSearch(loc_x, loc_y, in_game, args.nearest, backend,
-                                       field_size=FIELD, max_threads=block)
                 for method in METHODS if tiles is None else ("grid",):
-                    timed = time_calls(lambda f=finder, m=method: f.run(m), args.calls,
-                                       warmup=3, device=device)
+                    timed = time_calls(lambda f=finder, m=method, b=block: f.run(m, b),
+                                       args.calls, warmup=3, device=device)
                     slots = finder.slots()
                     if method == "tiles":
                         tiles = slots
                     ms = 1e3 * statistics.median(timed.per_call)
                     row = {"backend": backend, "method": method, "agents": agents,
                            "envs": args.envs, "nearest": args.nearest,
-                           "threads": finder.launcher.geometry.threads,
+                           "threads": launch_geometry(args.envs, agents, block).threads,
                            "grid_side": grid_side_for(agents) if method == "grid" else None,
                            "ms_per_search": ms,
                            "pairs_per_second": args.envs * agents * (agents - 1) / (ms / 1e3),
