@@ -1,0 +1,92 @@
+"""bench/sass.py: what the compiler made of an env's kernels, read without a GPU. Its parsing
+of ptxas's and cuobjdump's words on fixed text, and the script itself on the Tag game with
+the grid search, both backends (it needs the CUDA toolkit's nvcc and ptxas, and cuobjdump)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+PTXAS_LOG = """\
+ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'first' for 'sm_90'
+ptxas info    : Function properties for first
+    8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads
+ptxas info    : Used 40 registers, used 1 barriers, 1536 bytes smem, 400 bytes cmem[0]
+ptxas info    : Compiling entry function 'second' for 'sm_90'
+ptxas info    : Function properties for second
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 63 registers, used 0 barriers, 400 bytes cmem[0]
+"""
+
+SASS_LISTING = """\
+	code for sm_90
+		Function : first
+	.headerflags	@"EF_CUDA_SM90 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM90)"
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+        /*0010*/                   S2R R0, SR_TID.X ;
+        /*0020*/              @!P0 BRA 0x70 ;
+        /*0030*/                   EXIT ;
+        /*0040*/                   BRA 0x40;
+        /*0050*/                   NOP;
+		Function : second
+        /*0000*/                   FFMA R2, R3, R4, R5 ;
+        /*0010*/               @P1 EXIT ;
+"""
+
+
+def test_ptxas_words_are_read_for_the_function_asked(bench_script):
+    module = bench_script("sass")
+    assert module.ptxas_counts(PTXAS_LOG, "first") == (4, 12, 40, 1536)
+    assert module.ptxas_counts(PTXAS_LOG, "second") == (0, 0, 63, 0)
+    with pytest.raises(ValueError, match="nothing of registers"):
+        module.ptxas_counts("ptxas info    : 0 bytes gmem\n")
+
+
+def test_sass_counts_each_functions_instructions_without_the_padding(bench_script):
+    # predicated instructions count; the NOP after the last branch does not
+    assert bench_script("sass").sass_instructions(SASS_LISTING) == {"first": 5, "second": 2}
+
+
+def test_importing_it_leaves_the_simulator_alone_and_its_numba_rows_say_why(bench_script):
+    """The test session runs Numba on its simulator, which writes no PTX: a Numba row made
+    here says so, and has no counts, rather than counts of nothing."""
+    module = bench_script("sass")
+    from wd_teach._simulator import simulator_on
+    from wd_teach_envs.tag_continuous import TagContinuous
+
+    assert simulator_on()
+    env = TagContinuous()
+    row = module.numba_row(env, "tag_catch", env.numba_kernels(), "sm_90", twin=False)
+    assert row.registers is None and row.instructions is None
+    assert "simulator" in row.note
+
+
+def test_the_script_reads_every_kernel_of_the_grid_game_in_both_backends(tmp_path, bench_script):
+    module = bench_script("sass")
+    missing = [t for t in ("nvcc", "ptxas", "cuobjdump") if module.tool(t) is None]
+    if missing:
+        pytest.skip(f"not on this machine: {', '.join(missing)} (the CUDA toolkit)")
+    out = tmp_path / "sass.json"
+    done = subprocess.run([sys.executable, str(REPO / "bench" / "sass.py"), "tag_continuous",
+                           "--search", "grid", "--json", str(out)],
+                          capture_output=True, text=True, timeout=600, cwd=REPO)
+    if done.returncode != 0 and "libnvvm" in done.stderr.lower():
+        pytest.skip("Numba's CUDA compiler (NVVM) is not installed here")
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(out.read_text())["rows"]
+    seen = {(r["kernel"], r["backend"]) for r in rows}
+    kernels = {"tag_continuous_move", "tag_catch", "tag_nearest_grid",
+               "tag_continuous_observe", "tag_continuous_observe_fast"}
+    assert seen == {(k, b) for k in kernels for b in ("cuda_c", "numba")}
+    for r in rows:
+        assert r["note"] == "", r
+        assert 0 < r["registers"] <= 255 and r["instructions"] > 50, r
+        assert r["twin"] == (r["kernel"] == "tag_continuous_observe_fast")
+    grid = [r for r in rows if r["kernel"] == "tag_nearest_grid"]
+    assert all(r["shared_bytes"] > 30_000 for r in grid)  # the env's grid in shared memory
+    assert "tag_nearest_grid" in done.stdout and "SASS" in done.stdout
