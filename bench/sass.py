@@ -3,10 +3,11 @@ kernel and each twin behind the fast door, its CUDA C (nvcc, as PyCUDA compiles 
 Numba twin (NVVM's PTX, then ptxas), for one GPU architecture (sm_90, the H100's, unless
 --arch says another). Each row: registers a thread, bytes spilled to local memory (stores
 and loads), shared memory a block, and the machine instructions (SASS, from cuobjdump,
-padding NOPs left out).
+padding NOPs left out); with --loops, each loop of the machine code too (its length, and
+its loads and stores), where a kernel's time goes.
 
     python bench/sass.py tag_continuous
-    python bench/sass.py tag_continuous --search grid --json out.json
+    python bench/sass.py tag_continuous --search grid --loops --json out.json
     python bench/sass.py tag_grid --arch sm_80
 
 What it is for: a kernel's time on a GPU is what a GPU must be lent to measure, but the
@@ -26,7 +27,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -44,6 +45,7 @@ class Row:
     shared_bytes: int | None = None
     instructions: int | None = None
     note: str = ""
+    loops: list = field(default_factory=list)  # each an asdict(Loop)
 
 
 def tool(name: str) -> str | None:
@@ -93,6 +95,41 @@ def sass_instructions(listing: str) -> dict[str, int]:
     return counts
 
 
+@dataclass
+class Loop:
+    """A loop of the machine code: a branch back to an earlier instruction, with what lies
+    between (the branch and its target included; an inner loop's instructions count in
+    the loop around it too)."""
+
+    start: int  # the byte offset of the first instruction
+    end: int  # of the branch back
+    instructions: int
+    loads: int  # from global memory (LDG)
+    stores: int  # to global memory (STG)
+    shared_loads: int  # LDS
+    shared_stores: int  # STS
+
+
+def sass_loops(listing: str) -> dict[str, list[Loop]]:
+    """The loops of each function in cuobjdump -sass's listing, in the order they close."""
+    found: dict[str, list[Loop]] = {}
+    for part in re.split(r"\n\s*Function : ", listing)[1:]:
+        name = part.split("\n", 1)[0].strip()
+        code = [(int(at, 16), " ".join(op.split()))
+                for at, op in re.findall(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", part)]
+        found[name] = []
+        for at, op in code:
+            back = re.search(r"\bBRA (?:!?U?P[T0-9], )?0x([0-9a-f]+)", op)
+            if back is None or int(back.group(1), 16) >= at:
+                continue
+            start = int(back.group(1), 16)
+            ops = [(o.split()[1] if o.startswith("@") else o.split()[0]).split(".")[0]
+                   for a, o in code if start <= a <= at]
+            found[name].append(Loop(start, at, len(ops), ops.count("LDG"), ops.count("STG"),
+                                    ops.count("LDS"), ops.count("STS")))
+    return found
+
+
 def _ptxas(ptx: str, arch: str, folder: Path) -> tuple[str, Path]:
     """ptxas -v on `ptx`, the .version lowered to what an older ptxas names."""
     ptxas = tool("ptxas")
@@ -112,13 +149,24 @@ def _ptxas(ptx: str, arch: str, folder: Path) -> tuple[str, Path]:
     return done.stderr + done.stdout, cubin
 
 
-def _sass(cubin: Path) -> dict[str, int] | None:
+def _sass(cubin: Path) -> str | None:
+    """cuobjdump -sass's listing of the cubin, or None without cuobjdump."""
     cuobjdump = tool("cuobjdump")
     if cuobjdump is None:
         return None
-    done = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True,
-                          check=True)
-    return sass_instructions(done.stdout)
+    return subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def _read_sass(row: Row, listing: str | None, function: str | None = None) -> None:
+    """The row's instructions and loops, from the listing (its only function, where None)."""
+    if listing is None:
+        row.note = "cuobjdump not found"
+        return
+    counts, loops = sass_instructions(listing), sass_loops(listing)
+    name = function if function is not None else next(iter(counts))
+    row.instructions = counts.get(name)
+    row.loops = [asdict(loop) for loop in loops.get(name, [])]
 
 
 def _numba_signature(py_func, env, types, numpy_support):
@@ -168,11 +216,7 @@ def numba_row(env, name: str, module, arch: str, twin: bool) -> Row:
             row.note = str(err)
             return row
         row.spill_stores, row.spill_loads, row.registers, row.shared_bytes = ptxas_counts(log)
-        counts = _sass(cubin)
-        if counts is None:
-            row.note = "cuobjdump not found"
-        else:
-            (row.instructions,) = counts.values()
+        _read_sass(row, _sass(cubin))
     return row
 
 
@@ -200,12 +244,12 @@ def cuda_c_rows(sources, include_dirs, names: dict[str, bool], arch: str) -> lis
                                   capture_output=True, text=True)
             if done.returncode != 0:
                 raise RuntimeError(done.stderr)
-            counts = _sass(cubin) or {}
+            listing = _sass(cubin)
             for n in here:
                 row = Row(n, "cuda_c", names[n])
                 (row.spill_stores, row.spill_loads, row.registers,
                  row.shared_bytes) = ptxas_counts(done.stderr, n)
-                row.instructions = counts.get(n)
+                _read_sass(row, listing, n)
                 rows[n] = row
     return list(rows.values())
 
@@ -243,12 +287,25 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def loop_table(rows: list[Row]) -> str:
+    """Each kernel's loops, in both backends: where the time of a long kernel goes."""
+    lines = []
+    for r in rows:
+        lines.append(f"{r.kernel} ({r.backend}): loops as they close, instructions "
+                     "(global loads, global stores, shared loads, shared stores)")
+        lines += [f"  {lp['start']:#07x}-{lp['end']:#07x} {lp['instructions']:5d}  "
+                  f"({lp['loads']}, {lp['stores']}, {lp['shared_loads']}, "
+                  f"{lp['shared_stores']})" for lp in r.loops]
+    return "\n".join(lines)
+
+
 def main(argv=None) -> list[Row]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("env", help="a shipped env's folder name, e.g. tag_continuous")
     parser.add_argument("--arch", default="sm_90", help="the GPU architecture (sm_90: H100)")
     parser.add_argument("--search", choices=("tiles", "grid"),
                         help="a Tag game's search (grid adds its grid-search kernel)")
+    parser.add_argument("--loops", action="store_true", help="also list each kernel's loops")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args(argv)
 
@@ -259,6 +316,8 @@ def main(argv=None) -> list[Row]:
     rows = kernel_rows(env, args.arch)
     print(f"{args.env}{f' (search={args.search})' if args.search else ''}, {args.arch}")
     print(table(rows))
+    if args.loops:
+        print(loop_table(rows))
     if args.json:
         args.json.write_text(json.dumps({"env": args.env, "arch": args.arch,
                                          "search": args.search,
