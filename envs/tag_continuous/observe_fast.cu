@@ -1,7 +1,8 @@
 // observe_fast.cu: speed only, behind the fast door (wd_teach.floors). The twin of
 // tag_continuous_observe in step.cu, which lesson 06 reads: the same observation and the same
 // `nearest` rows, bit for bit (tests/test_tag_fast_observe.py, and tests/gpu on both
-// backends), written another way. The Numba twin, line for line, is observe_fast_numba.py.
+// backends), written another way. The Numba twin, the same steps with uint32 offsets for
+// its indices (it says why), is observe_fast_numba.py.
 //
 // What it changes. In step.cu a thread writes its own row of 77 floats (at 10 nearest), so
 // each store of a warp touches 32 rows 308 bytes apart. bench/row_writes.py timed that

@@ -3,8 +3,8 @@
 // (tests/test_tag_fast_observe.py, and tests/gpu on both backends), each thread's row staged
 // in shared memory and each warp's rows written as the one run of memory they are
 // (envs/_tag/fast.cuh). envs/tag_continuous/observe_fast.cu says why, and what the same
-// change gained in the continuous game. The Numba twin, line for line, is
-// observe_fast_numba.py.
+// change gained in the continuous game. The Numba twin, the same steps with uint32 offsets
+// for its indices (it says why), is observe_fast_numba.py.
 #include "fast.cuh"
 #include "tag.cuh"
 
