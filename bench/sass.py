@@ -199,16 +199,21 @@ def numba_row(env, name: str, module, arch: str, twin: bool) -> Row:
     from numba.np import numpy_support
 
     cc = tuple(int(c) for c in arch.removeprefix("sm_"))
-    # Device functions ask the current GPU for its compute capability; there may be none.
-    dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=cc)
     kernel = getattr(module, name)
     options = {}
     bounds = kernel.targetoptions.get("launch_bounds")
     if bounds:
         options["launch_bounds"] = bounds
-    ptx, _ = cuda.compile_ptx(kernel.py_func,
-                              _numba_signature(kernel.py_func, env, types, numpy_support),
-                              cc=cc, **options)
+    # Device functions ask the current GPU for its compute capability; there may be none,
+    # or another than the one asked for: for this compile only, it is `arch`'s.
+    current = dispatcher.get_current_device
+    dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=cc)
+    try:
+        ptx, _ = cuda.compile_ptx(kernel.py_func,
+                                  _numba_signature(kernel.py_func, env, types, numpy_support),
+                                  cc=cc, **options)
+    finally:
+        dispatcher.get_current_device = current
     with tempfile.TemporaryDirectory() as tmp:
         try:
             log, cubin = _ptxas(ptx, arch, Path(tmp))
