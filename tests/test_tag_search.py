@@ -100,6 +100,24 @@ def test_a_step_kernel_takes_blocks_of_its_own_size(backend):
     check_consistency(env, ["numpy", backend], num_envs=2, steps=5).assert_ok()
 
 
+def test_the_games_run_the_grid_search_in_blocks_of_grid_threads():
+    """The games' grid search in blocks of GRID_THREADS (512: envs/_tag/game.py says what it
+    gained on an H100), two an env of 1,000 agents, the other kernels one block of 1,000;
+    a game of no more agents than that, one block an env as the launcher gives."""
+    from wd_teach_envs._tag.game import GRID_THREADS
+
+    assert GRID_THREADS == 512
+    for game, agents, want in ((TagContinuous, (91, 909), ((1, 2), (512, 1, 1))),
+                               (TagGrid, (91, 909), ((1, 2), (512, 1, 1))),
+                               (TagContinuous, (46, 466), (None, None))):
+        env = game(num_taggers=agents[0], num_runners=agents[1], search="grid")
+        launches = {kernel: (grid, block) for kernel, grid, block in
+                    EnvWrapper(env, 1, "numba").step_launches}
+        assert launches["tag_nearest_grid"] == want, (game.__name__, agents)
+        assert all(launch == (None, None) for kernel, launch in launches.items()
+                   if kernel != "tag_nearest_grid")
+
+
 def test_an_env_held_in_one_block_cannot_split_a_kernel_over_blocks():
     class Contradictory(TagContinuous):
         one_block_per_env = True

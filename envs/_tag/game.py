@@ -48,6 +48,12 @@ TAG_CUH = TAG_FOLDER / "tag.cuh"
 NEAREST_CU = TAG_FOLDER / "nearest.cu"
 #: The searches a game can use to find each agent's nearest (see the module's docstring).
 SEARCHES = ("tiles", "grid")
+#: Threads a block of the grid search (Env.step_threads), several blocks an env, each
+#: building its env's whole grid and searching its own agents. Timed alone at 2,000 envs of
+#: 1,000 agents on an H100 (bench/NOTES.md, "The grid search in smaller blocks ...,
+#: measured"): 1,000 a block 1.208 ms (PyCUDA) and 1.359 ms (Numba), 512 1.125 and 1.156,
+#: 256 1.133 and 1.191, 128 1.343 and 1.413. A game of 512 agents or fewer: one block.
+GRID_THREADS = 512
 #: AGENTS_PER_CELL (nearest_numba.py, nearest.cu): the agents a cell that the grid aims at,
 #: about two, so that the ring around an agent's own cell (9 cells, about 18 agents) holds
 #: its 10 nearest or nearly.
@@ -135,6 +141,7 @@ class TagGame(Env):
     `game_constants()`."""
 
     shared_cuda = (TAG_CU, NEAREST_CU)
+    step_threads = {"tag_nearest_grid": GRID_THREADS}
     tolerance = Tolerance(rtol=0.0, atol=1e-6,
                           why="no transcendentals and no fused multiply-adds: every backend "
                               "rounds alike, so any difference is a bug")

@@ -156,7 +156,8 @@ __device__ __forceinline__ bool tag_grid_searched(unsigned long long last, float
   return margin > 0.0f && last_d2 < 0.999f * margin * margin;
 }
 
-// One thread per agent, every block of an env building the env's whole grid.
+// One thread per agent, every block of an env building the env's whole grid. The games launch
+// it in blocks of GRID_THREADS (envs/_tag/game.py says what that gained), two an env of 1,000.
 // grid_side: the side grid_side_for gives the game with every agent in it (envs/_tag/game.py);
 // the block takes a smaller one when fewer are in the game.
 extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
