@@ -98,6 +98,11 @@ def test_the_script_reads_every_kernel_of_the_grid_game_in_both_backends(tmp_pat
     assert seen == {(k, b) for k in kernels for b in ("cuda_c", "numba")}
     for r in rows:
         assert r["note"] == "", r
+        # No kernel spills to local memory, in either backend, at the launch bound it
+        # declares (1,024 threads for the searches and observes: 64 registers a thread).
+        # Numba's grid search did, 84 bytes, while its walk's integers were int64
+        # (nearest_numba.py, step 4).
+        assert (r["spill_stores"], r["spill_loads"]) == (0, 0), r
         assert 0 < r["registers"] <= 255 and r["instructions"] > 50, r
         assert r["twin"] == (r["kernel"] == "tag_continuous_observe_fast")
     grid = [r for r in rows if r["kernel"] == "tag_nearest_grid"]

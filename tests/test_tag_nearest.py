@@ -164,46 +164,6 @@ def test_the_numba_kernels_compile_for_a_gpu_in_float32_with_no_local_memory():
 """)
 
 
-def test_the_numba_grid_search_spills_nothing_in_blocks_of_1024():
-    """ptxas's view of the grid search in Numba, for sm_90 with the launch bound of its
-    blocks (1,024 threads, so at most 64 registers a thread): no byte spilled to local
-    memory. Numba types a sum of integers as int64; the walk's integers, left 64-bit, took
-    twice the registers, and ptxas spilled 84 bytes (nearest_numba.py, step 4). Needs ptxas
-    from the CUDA toolkit; where it is older than NVVM's PTX, the PTX's .version line is
-    lowered to the one ptxas names."""
-    import shutil
-
-    ptxas = shutil.which("ptxas")
-    if ptxas is None:
-        pytest.skip("ptxas (the CUDA toolkit) is not on PATH")
-    compile_in_fresh_process(f"""
-    import re, subprocess, tempfile
-    from pathlib import Path
-
-    from wd_teach_envs._tag import nearest_numba
-    from wd_teach_envs._tag.tag_numba import MAX_THREADS
-
-    f32, i32 = types.float32, types.int32
-    args = (types.Array(f32, 2, "C"), types.Array(f32, 2, "C"), types.Array(i32, 2, "C"),
-            types.Array(i32, 3, "C"), i32, i32, i32, f32)
-    ptx, _ = cuda.compile_ptx(nearest_numba.tag_nearest_grid.py_func, args, cc=(9, 0),
-                              launch_bounds=(MAX_THREADS,))
-    folder = Path(tempfile.mkdtemp())
-    for attempt in range(2):
-        (folder / "k.ptx").write_text(ptx)
-        done = subprocess.run([{ptxas!r}, "-arch=sm_90", "-O3", "-v", str(folder / "k.ptx"),
-                               "-o", str(folder / "k.cubin")], capture_output=True, text=True)
-        older = re.search(r"current version is '([0-9.]+)'", done.stderr)
-        if done.returncode == 0 or older is None:
-            break
-        ptx = re.sub(r"^[.]version [0-9.]+", ".version " + older.group(1), ptx, flags=re.M)
-    assert done.returncode == 0, done.stderr
-    spills = re.findall(r"(\\d+) bytes spill stores, (\\d+) bytes spill loads", done.stderr)
-    assert spills == [("0", "0")], done.stderr
-    print("compiled")
-""")
-
-
 def test_the_bench_times_both_searches_and_finds_them_equal(tmp_path, capsys):
     """bench/nearest.py at toy size on the simulator: a row per method and size, each with a
     time and the verdict that the two methods found the same slots."""
