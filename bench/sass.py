@@ -169,9 +169,12 @@ def _read_sass(row: Row, listing: str | None, function: str | None = None) -> No
     row.loops = [asdict(loop) for loop in loops.get(name, [])]
 
 
-def _numba_signature(py_func, env, types, numpy_support):
+def numba_signature(py_func, env):
     """The argument types the env wrapper passes: each array as the env's state holds it,
-    each constant an int32 or a float32 (as tests/test_env_ptx.py builds them)."""
+    each constant an int32 or a float32 (tests/test_env_ptx.py compiles with these too)."""
+    from numba import types
+    from numba.np import numpy_support
+
     state = env.full_state(2)
     scalars = {"num_agents": env.num_agents, "episode_length": env.episode_length,
                **env.constants()}
@@ -195,8 +198,7 @@ def numba_row(env, name: str, module, arch: str, twin: bool) -> Row:
                     "bench/sass.py as a script, which turns it off")
         return row
     import numba.cuda.dispatcher as dispatcher
-    from numba import cuda, types
-    from numba.np import numpy_support
+    from numba import cuda
 
     cc = tuple(int(c) for c in arch.removeprefix("sm_"))
     kernel = getattr(module, name)
@@ -210,7 +212,7 @@ def numba_row(env, name: str, module, arch: str, twin: bool) -> Row:
     dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=cc)
     try:
         ptx, _ = cuda.compile_ptx(kernel.py_func,
-                                  _numba_signature(kernel.py_func, env, types, numpy_support),
+                                  numba_signature(kernel.py_func, env),
                                   cc=cc, **options)
     finally:
         dispatcher.get_current_device = current

@@ -4,29 +4,22 @@ backends agree bit for bit (envs/_tag/tag.cuh says why). NVVM needs no GPU to wr
 so this runs in CI, in a fresh process with the simulator off, for the argument types the
 wrapper passes."""
 
+from pathlib import Path
+
 from ptx_harness import compile_in_fresh_process
 
 SCRIPT = """
-    import inspect
-
-    import numpy as np
-    from numba.np import numpy_support
+    import importlib.util
+    import sys
 
     from wd_teach.env.registry import find_env, shipped_envs
 
-    def signature(kernel, env):
-        state = env.full_state(2)
-        scalars = {"num_agents": env.num_agents, "episode_length": env.episode_length,
-                   **env.constants()}
-        args = []
-        for name in inspect.signature(kernel.py_func).parameters:
-            if name in state:
-                data = state[name].data
-                args.append(types.Array(numpy_support.from_dtype(data.dtype), data.ndim, "C"))
-            else:
-                whole = isinstance(scalars[name], (int, np.integer))
-                args.append(types.int32 if whole else types.float32)
-        return tuple(args)
+    # bench/sass.py's numba_signature: the types the wrapper passes, worked out in one place
+    spec = importlib.util.spec_from_file_location("bench_sass", {sass!r})
+    sass = importlib.util.module_from_spec(spec)
+    sys.modules["bench_sass"] = sass
+    spec.loader.exec_module(sass)
+    signature = sass.numba_signature
 
     envs = [find_env(name).env_class() for name in shipped_envs()]
     # the Tag games' grid search too, which only search="grid" launches
@@ -35,7 +28,7 @@ SCRIPT = """
         module = env.numba_kernels()
         for name in env.step_kernels:
             kernel = getattr(module, name)
-            ptx, _ = cuda.compile_ptx(kernel.py_func, signature(kernel, env), cc=(8, 0))
+            ptx, _ = cuda.compile_ptx(kernel.py_func, signature(kernel.py_func, env), cc=(8, 0))
             if name.startswith("tag"):
                 assert "fma.rn.f32" not in ptx, f"{name} fuses a multiply-add"
                 assert ".f64" not in ptx, f"{name} computes in float64"
@@ -44,4 +37,5 @@ SCRIPT = """
 
 
 def test_env_kernels_compile_to_ptx_for_a_gpu():
-    compile_in_fresh_process(SCRIPT)
+    sass = str(Path(__file__).resolve().parents[1] / "bench" / "sass.py")
+    compile_in_fresh_process(SCRIPT.replace("{sass!r}", repr(sass)))
