@@ -7,10 +7,21 @@ The run's index into the [env, agent, feature] array moves along by a lane count
 row and feature carried forward, not divided out of a flat index on every float
 (bench/row_writes_numba.py's rows_warp divides, and is 4 times slower than C's)."""
 
-from numba import cuda, uint32
+from numba import cuda, float32, uint32
 
 STAGE_FLOATS = 10240  # 40 KB: a block's observation rows
 STAGE_INTS = 1536  # 6 KB: its `nearest` rows
+
+
+@cuda.jit(device=True)
+def stage_empty_slot(stage, stage_shown, n, shown, k, own_size):
+    """An empty neighbour slot k, staged: its `own_size` floats from stage[n:] zero, and -1
+    where its agent's index goes. The offsets are uint32, as in write_run below."""
+    f = uint32(0)
+    while f < own_size:
+        stage[uint32(n + f)] = float32(0.0)
+        f = uint32(f + 1)
+    stage_shown[uint32(shown + k)] = -1
 
 
 @cuda.jit(device=True)

@@ -11,7 +11,12 @@ slot's zeroing unrolled; bench/sass.py --loops)."""
 from numba import cuda, float32, int32, uint32
 
 from wd_teach.env import agent_id, env_id
-from wd_teach_envs._tag.fast_numba import STAGE_FLOATS, STAGE_INTS, write_rows
+from wd_teach_envs._tag.fast_numba import (
+    STAGE_FLOATS,
+    STAGE_INTS,
+    stage_empty_slot,
+    write_rows,
+)
 from wd_teach_envs._tag.tag_numba import (
     MAX_NEAREST,
     TILE,
@@ -64,11 +69,7 @@ def tag_grid_observe_fast(loc_x, loc_y, in_game, obs, nearest, rewards, done, ti
             other = neighbor(k, agent, full_observation, found)
             j = uint32(other if other >= 0 else 0)
             if other < 0 or in_game[e, j] == 0:
-                f = uint32(0)
-                while f < own_size:
-                    stage[uint32(n + f)] = float32(0.0)
-                    f = uint32(f + 1)
-                stage_shown[uint32(shown + k)] = -1
+                stage_empty_slot(stage, stage_shown, n, shown, k, own_size)
             else:
                 stage_shown[uint32(shown + k)] = other
                 stage[n] = float32(1.0)
