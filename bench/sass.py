@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -189,6 +190,9 @@ def numba_signature(py_func, env):
     return tuple(args)
 
 
+_DEVICE_SWAP = threading.Lock()
+
+
 def numba_row(env, name: str, module, arch: str, twin: bool) -> Row:
     from wd_teach._simulator import simulator_on
 
@@ -207,15 +211,18 @@ def numba_row(env, name: str, module, arch: str, twin: bool) -> Row:
     if bounds:
         options["launch_bounds"] = bounds
     # Device functions ask the current GPU for its compute capability; there may be none,
-    # or another than the one asked for: for this compile only, it is `arch`'s.
-    current = dispatcher.get_current_device
-    dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=cc)
-    try:
-        ptx, _ = cuda.compile_ptx(kernel.py_func,
-                                  numba_signature(kernel.py_func, env),
-                                  cc=cc, **options)
-    finally:
-        dispatcher.get_current_device = current
+    # or another than the one asked for: for this compile only, it is `arch`'s. The swap is
+    # the process's, so one compile at a time holds it (a thread that launches a kernel
+    # meanwhile would see `arch` too: run this where no kernel runs).
+    with _DEVICE_SWAP:
+        current = dispatcher.get_current_device
+        dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=cc)
+        try:
+            ptx, _ = cuda.compile_ptx(kernel.py_func,
+                                      numba_signature(kernel.py_func, env),
+                                      cc=cc, **options)
+        finally:
+            dispatcher.get_current_device = current
     with tempfile.TemporaryDirectory() as tmp:
         try:
             log, cubin = _ptxas(ptx, arch, Path(tmp))
