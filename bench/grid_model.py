@@ -8,7 +8,8 @@ to a cell) and each agent searches the cells around its own ring by ring, stoppi
 slots are full and nothing outside the square it searched can be nearer than its last slot.
 This model plays that rule on random places and counts, for each agent, the candidates it
 compares and the cells it walks; then, for each warp (32 agents in index order, as the
-kernel's threads are), its turns of the search loop: its longest lane's candidates when each
+kernel's threads are, or with --order cell in the grid's order, cell by cell, as
+nearest.cu's grid_by_cell gives them to threads), its turns of the search loop: its longest lane's candidates when each
 lane takes its candidates as one run (as nearest.cu walks them), or, when the lanes walk cell
 by cell in nested loops, at every cell the fullest lane's. A table to read (bench/NOTES.md,
 "The seed's size in one call"), not a timing: the kernel's cost is about the warp's turns
@@ -75,11 +76,11 @@ def lockstep(walks):
     return turns
 
 
-def model(agents, playing, per_cell, nearest=10, warps=64, seed=0):
+def model(agents, playing, per_cell, nearest=10, warps=64, seed=0, order="index"):
     """Means over lanes and warps: a lane's candidates; a warp's longest lane (its turns when
     each lane takes its candidates as one run, moving on to its next cell within a turn, as
     nearest.cu does), its turns when its lanes walk cell by cell together (nested loops); the
-    warp's last ring."""
+    warp's last ring. order: the warps' agents by "index" or by "cell" (then index)."""
     rng = np.random.default_rng(seed)
     side = min(max(int(np.sqrt(playing / per_cell) + 0.5), 1), 32)
     lanes, longest, together, rings = [], [], [], []
@@ -88,6 +89,10 @@ def model(agents, playing, per_cell, nearest=10, warps=64, seed=0):
         in_game = np.zeros(agents, bool)
         in_game[rng.choice(agents, playing, replace=False)] = True
         found = [search(x, y, in_game, me, side, nearest) for me in range(agents)]
+        if order == "cell":
+            cell = (np.minimum((y * side).astype(int), side - 1) * side
+                    + np.minimum((x * side).astype(int), side - 1))
+            found = [found[me] for me in np.lexsort((np.arange(agents), cell))]
         lanes.extend(f[0] for f in found)
         for w in range(0, agents - 31, 32):
             warp = found[w:w + 32]
@@ -103,15 +108,18 @@ def main() -> None:
     parser.add_argument("--playing", default="200,1000", help="agents in the game, commas")
     parser.add_argument("--per-cell", default="2", help="agents a cell the grid is sized for")
     parser.add_argument("--nearest", type=int, default=10)
+    parser.add_argument("--order", default="index",
+                        help="a warp's agents: index, cell, or both, commas")
     args = parser.parse_args()
-    print("playing  per cell  side  a lane's candidates  a warp's turns: as one run  "
+    print("order  playing  per cell  side  a lane's candidates  a warp's turns: as one run  "
           "cell by cell  last ring")
-    for playing in (int(p) for p in args.playing.split(",")):
-        for per_cell in (float(c) for c in args.per_cell.split(",")):
-            side, lane, warp, together, ring = model(args.agents, playing, per_cell,
-                                                     args.nearest)
-            print(f"{playing:>7}  {per_cell:>8g}  {side:>4}  {lane:>19.1f}  {warp:>26.1f}  "
-                  f"{together:>12.1f}  {ring:>9.2f}")
+    for order in args.order.split(","):
+        for playing in (int(p) for p in args.playing.split(",")):
+            for per_cell in (float(c) for c in args.per_cell.split(",")):
+                side, lane, warp, together, ring = model(args.agents, playing, per_cell,
+                                                         args.nearest, order=order)
+                print(f"{order:<5}  {playing:>7}  {per_cell:>8g}  {side:>4}  {lane:>19.1f}  "
+                      f"{warp:>26.1f}  {together:>12.1f}  {ring:>9.2f}")
 
 
 if __name__ == "__main__":

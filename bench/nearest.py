@@ -13,6 +13,9 @@ read, never a pass or fail. A random field of the continuous game's size (20 x 2
 agent in the game, 10 nearest. `--threads 1024,256` times the grid search again with blocks
 of fewer threads (an env then has several blocks, each building the env's whole grid and
 searching its own agents): how the search's time depends on the blocks an SM can hold.
+Method `cells` is the grid search with its agents given to the threads cell by cell
+(grid_by_cell, nearest.cu), so that a warp's lanes search the same cells; `--in-game 0.2`
+leaves four agents in five out of the game, as a Tag step finds them after its first games.
 
 `search()` and `NearestSearch` run either kernel from NumPy arrays on a backend, with their
 input checked; tests/test_tag_nearest.py holds both to tag_reference.neighbors with them.
@@ -40,7 +43,10 @@ from wd_teach_envs._tag.nearest_numba import GRID_MAX_AGENTS, GRID_MAX_SIDE
 from wd_teach_envs._tag.tag_numba import MAX_NEAREST, MAX_THREADS
 
 FIELD = 20.0
-METHODS = ("tiles", "grid")
+METHODS = ("tiles", "grid", "cells")  # cells: the grid search, agents given to threads by cell
+# the grid search's arguments with grid_by_cell = 1 (the store's grid_by_cell is the games' 0)
+BY_CELL_ARGS = ("loc_x", "loc_y", "in_game", "nearest", "num_agents", "num_nearest",
+                "grid_side", "field_size", "grid_by_cell_on")
 
 
 class _Kernels:
@@ -78,6 +84,8 @@ class NearestSearch:
         self.store.set_constant("num_nearest", int(num_nearest))
         self.store.set_constant("grid_side", int(grid_side))
         self.store.set_constant("field_size", float(field_size))
+        self.store.set_constant("grid_by_cell", 0)
+        self.store.set_constant("grid_by_cell_on", 1)
         # max_threads: fewer than the agents gives an env several blocks (the tests do).
         self.launcher = KernelLauncher(self.store, backend, max_threads=max_threads)
         for kernels, folders in self.launcher.backend.env_kernels(_Kernels()):
@@ -89,14 +97,19 @@ class NearestSearch:
         None, the launcher's, max_threads."""
         if method not in METHODS:
             raise EnvError(f"method must be one of {', '.join(METHODS)}, got {method!r}.")
-        if method == "grid" and self.store.num_agents > GRID_MAX_AGENTS:
+        if method != "tiles" and self.store.num_agents > GRID_MAX_AGENTS:
             raise EnvError(f"the grid holds at most {GRID_MAX_AGENTS:,} agents of an env in "
                            f"shared memory, and this game has {self.store.num_agents:,}: use "
                            "method='tiles'.")
         self.store["nearest"].fill_(-2)
         geometry = self.launcher.geometry if threads is None else launch_geometry(
             self.store.num_envs, self.store.num_agents, threads)
-        self.launcher.launch(f"tag_nearest_{method}", grid=geometry.grid, block=geometry.block)
+        if method == "cells":
+            self.launcher.launch("tag_nearest_grid", *BY_CELL_ARGS, grid=geometry.grid,
+                                 block=geometry.block)
+        else:
+            self.launcher.launch(f"tag_nearest_{method}", grid=geometry.grid,
+                                 block=geometry.block)
 
     def slots(self) -> np.ndarray:
         return self.store.pull("nearest").astype(np.int64)
@@ -162,6 +175,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--nearest", type=int, default=10)
     parser.add_argument("--backends", default="pycuda,numba")
     parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--in-game", type=float, default=1.0,
+                        help="the share of each env's agents in the game, the rest out of it "
+                             "(a Tag step's state after its first games: about 0.2)")
     parser.add_argument("--threads", default=str(MAX_THREADS),
                         help="threads a block, commas: the grid search at each (the tiled "
                              "search at the first)")
@@ -177,13 +193,13 @@ def main(argv=None) -> dict:
         shape = (args.envs, agents)
         loc_x = rng.uniform(0, FIELD, shape).astype(np.float32)
         loc_y = rng.uniform(0, FIELD, shape).astype(np.float32)
-        in_game = np.ones(shape, np.int32)
+        in_game = (rng.random(shape) < args.in_game).astype(np.int32)
         for backend in args.backends.split(","):
             finder = NearestSearch(loc_x, loc_y, in_game, args.nearest, backend,
                                    field_size=FIELD)
             tiles = None  # the tiled search's slots, at the first threads: what grid must equal
             for block in threads:
-                for method in METHODS if tiles is None else ("grid",):
+                for method in METHODS if tiles is None else ("grid", "cells"):
                     timed = time_calls(lambda f=finder, m=method, b=block: f.run(m, b),
                                        args.calls, warmup=3, device=device)
                     slots = finder.slots()
@@ -193,7 +209,8 @@ def main(argv=None) -> dict:
                     row = {"backend": backend, "method": method, "agents": agents,
                            "envs": args.envs, "nearest": args.nearest,
                            "threads": launch_geometry(args.envs, agents, block).threads,
-                           "grid_side": grid_side_for(agents) if method == "grid" else None,
+                           "in_game": args.in_game,
+                           "grid_side": grid_side_for(agents) if method != "tiles" else None,
                            "ms_per_search": ms,
                            "pairs_per_second": args.envs * agents * (agents - 1) / (ms / 1e3),
                            "same_slots": bool(np.array_equal(tiles, slots))}

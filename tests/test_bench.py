@@ -548,6 +548,10 @@ def test_the_grid_model_stops_only_when_its_rings_hold_the_true_nearest(bench_sc
     assert max(rings) > 0  # some agent looked past its own cell: the rule was exercised
     _, lane, warp, together, _ = module.model(agents, playing, per_cell, nearest, warps=8)
     assert nearest <= lane <= warp <= together
+    # the same agents in the grid's order (grid_by_cell): the same lanes, other warps
+    _, by_cell, warp, together, _ = module.model(agents, playing, per_cell, nearest, warps=8,
+                                                 order="cell")
+    assert by_cell == pytest.approx(lane) and nearest <= by_cell <= warp <= together
 
 
 def test_learned_against_chaser_in_workers_scores_every_seed_once(tmp_path, bench_script,

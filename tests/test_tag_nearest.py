@@ -31,6 +31,7 @@ def _bench_nearest():
 nearest = _bench_nearest()
 METHODS, NearestSearch, grid_side_for, search = (
     nearest.METHODS, nearest.NearestSearch, nearest.grid_side_for, nearest.search)
+GRIDS = ("grid", "cells")  # the grid search, its agents given to threads by index or by cell
 
 
 def field(envs, agents, seed, whole=False, size=20.0, out=0.2):
@@ -60,35 +61,40 @@ def test_both_searches_find_the_references_slots_on_a_random_field(backend, meth
           field_size=20.0)
 
 
+@pytest.mark.parametrize("method", GRIDS)
 @pytest.mark.parametrize("side", [1, 2, 4, 7])
-def test_ties_go_to_the_lower_index_though_the_grid_meets_agents_out_of_order(backend, side):
+def test_ties_go_to_the_lower_index_though_the_grid_meets_agents_out_of_order(backend, side,
+                                                                             method):
     """Whole-number places on a 4 x 4 field: most distances are shared by several agents,
     and some agents stand on one point (distance 0)."""
     loc_x, loc_y, in_game = field(2, 60, seed=side, whole=True, size=4.0)
-    got = check(loc_x, loc_y, in_game, 16, backend, "grid", grid_side=side, field_size=4.0)
+    got = check(loc_x, loc_y, in_game, 16, backend, method, grid_side=side, field_size=4.0)
     assert (got >= 0).all()  # every slot filled: the ties were all there to settle
 
 
-def test_fewer_agents_in_the_game_than_slots_leave_the_rest_empty(backend):
+@pytest.mark.parametrize("method", GRIDS)
+def test_fewer_agents_in_the_game_than_slots_leave_the_rest_empty(backend, method):
     loc_x, loc_y, in_game = field(2, 40, seed=3)
     in_game[:] = 0
     in_game[:, [1, 7, 30]] = 1
-    got = check(loc_x, loc_y, in_game, 5, backend, "grid", grid_side=4, field_size=20.0)
+    got = check(loc_x, loc_y, in_game, 5, backend, method, grid_side=4, field_size=20.0)
     assert (got[:, :, 3:] == -1).all() and (got[:, 1, 2] == -1).all()
 
 
-def test_every_agent_on_one_point(backend):
+@pytest.mark.parametrize("method", GRIDS)
+def test_every_agent_on_one_point(backend, method):
     loc_x = np.full((1, 40), 7.5, np.float32)
     loc_x[0, 0] = 20.0  # one on the field's edge, in the last cell
-    check(loc_x, loc_x.copy(), np.ones((1, 40), np.int32), 10, backend, "grid", grid_side=6,
+    check(loc_x, loc_x.copy(), np.ones((1, 40), np.int32), 10, backend, method, grid_side=6,
           field_size=20.0)
 
 
-def test_places_past_the_fields_edge_are_searched_from_the_edge_cells(backend):
+@pytest.mark.parametrize("method", GRIDS)
+def test_places_past_the_fields_edge_are_searched_from_the_edge_cells(backend, method):
     """Cells cover [0, field_size]; an agent past it is put in the edge cell, which is
     also where the search looks for it last: the answer is still the reference's."""
     loc_x, loc_y, in_game = field(2, 50, seed=9, size=30.0)
-    check(loc_x - 5, loc_y, in_game, 8, backend, "grid", grid_side=6, field_size=20.0)
+    check(loc_x - 5, loc_y, in_game, 8, backend, method, grid_side=6, field_size=20.0)
 
 
 def test_the_default_grid_fits_the_number_of_agents():
@@ -154,7 +160,7 @@ def test_the_numba_kernels_compile_for_a_gpu_in_float32_with_no_local_memory():
     arrays = (types.Array(f32, 2, "C"), types.Array(f32, 2, "C"), types.Array(i32, 2, "C"),
               types.Array(i32, 3, "C"))
     for kernel, scalars in ((nearest_numba.tag_nearest_tiles, (i32, i32)),
-                            (nearest_numba.tag_nearest_grid, (i32, i32, i32, f32))):
+                            (nearest_numba.tag_nearest_grid, (i32, i32, i32, f32, i32))):
         ptx, _ = cuda.compile_ptx(kernel.py_func, arrays + scalars, cc=(8, 0))
         name = kernel.py_func.__name__
         assert ".f64" not in ptx, f"{name} computes in float64"
@@ -172,32 +178,36 @@ def test_the_bench_times_both_searches_and_finds_them_equal(tmp_path, capsys):
                                            "--calls", "1"])
     rows = result["rows"]
     assert [(r["method"], r["agents"]) for r in rows] == [
-        ("tiles", 40), ("grid", 40), ("tiles", 64), ("grid", 64)]
+        ("tiles", 40), ("grid", 40), ("cells", 40), ("tiles", 64), ("grid", 64), ("cells", 64)]
     assert all(r["same_slots"] and r["ms_per_search"] > 0 for r in rows)
-    assert [r["grid_side"] for r in rows] == [None, 4, None, 6]
+    assert [r["grid_side"] for r in rows] == [None, 4, 4, None, 6, 6]
     assert "ms/search" in capsys.readouterr().out
 
 
 def test_the_bench_times_the_grid_at_each_block_size(tmp_path):
     """--threads: the grid search again at each block size (an env of 64 agents in blocks of
-    32 has two, each building the whole grid), the tiled search once, at the first; every row's
-    slots equal the tiled search's."""
+    32 has two, each building the whole grid), by index and by cell, the tiled search once, at
+    the first; every row's slots equal the tiled search's. --in-game 0.3: about seven agents
+    in ten out of the game, who still search, by cell too (the state a Tag step is in)."""
     result = nearest.main([str(tmp_path / "n.json"), "--envs", "2", "--agents", "64",
-                           "--backends", "numba", "--calls", "1", "--threads", "64,32"])
+                           "--backends", "numba", "--calls", "1", "--threads", "64,32",
+                           "--in-game", "0.3"])
     rows = result["rows"]
     assert [(r["method"], r["threads"]) for r in rows] == [
-        ("tiles", 64), ("grid", 64), ("grid", 32)]
-    assert all(r["same_slots"] for r in rows)
+        ("tiles", 64), ("grid", 64), ("cells", 64), ("grid", 32), ("cells", 32)]
+    assert all(r["same_slots"] and r["in_game"] == 0.3 for r in rows)
 
 
+@pytest.mark.parametrize("method", GRIDS)
 @pytest.mark.parametrize("agents, k, max_threads", [(250, 10, 256), (150, 16, 160),
                                                     (250, 10, 96)])
-def test_the_grid_writes_its_slots_a_few_warps_at_a_time(backend, agents, k, max_threads):
+def test_the_grid_writes_its_slots_a_few_warps_at_a_time(backend, agents, k, max_threads,
+                                                         method):
     """The grid search stages its slots in shared memory, TAG_GRID_MAX_AGENTS / k rows a round
     (6 warps' at 10 nearest, 4 at 16), and each warp writes its rows as one run: blocks of
     more warps than a round holds take several rounds, and a short last warp (250 agents:
     26 lanes) or a block past the env's last agent (96 threads: the third block has 58 agents)
     writes only the rows there are. The slots are the reference's, every one written."""
-    got = check(*field(2, agents, seed=agents), k, backend, "grid",
+    got = check(*field(2, agents, seed=agents), k, backend, method,
                 grid_side=grid_side_for(agents), field_size=20.0, max_threads=max_threads)
     assert (got >= -1).all()  # no slot left at the store's -2

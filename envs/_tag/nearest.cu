@@ -30,6 +30,10 @@
 
 #define TAG_GRID_MAX_AGENTS 2048  // the most agents of one env the grid holds
 #define TAG_GRID_MAX_SIDE 32      // the most cells along a side: 1,024 cells
+// grid_by_cell: each cell's count holds two, the agents in the game below this bit and
+// every agent above it (at most TAG_GRID_MAX_AGENTS of each, so neither reaches the other)
+#define TAG_GRID_EVERY 0x10000
+#define TAG_GRID_PLAYING 0xFFFF
 
 // One thread per agent: its num_nearest nearest by tag_find_nearest, written out.
 extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
@@ -156,16 +160,38 @@ __device__ __forceinline__ bool tag_grid_searched(unsigned long long last, float
   return margin > 0.0f && last_d2 < 0.999f * margin * margin;
 }
 
+// grid_by_cell: step 5 writes each thread's row to its agent's, one agent after another of
+// the warp (a run of a row each), not the warp's rows as one run.
+__device__ __forceinline__ void tag_write_rows_of(int* nearest, const int* staged,
+                                                  const int* agents, int env, int rows,
+                                                  int width, int num_agents, int lane,
+                                                  int live) {
+  int row = lane / width, k = lane % width;  // carried forward, not divided again
+  for (int e = lane; e < rows * width; e += live) {
+    nearest[(long long)wd_slot(env, agents[row], num_agents) * width + k] = staged[e];
+    k += live;
+    while (k >= width) {
+      k -= width;
+      ++row;
+    }
+  }
+}
+
 // One thread per agent, every block of an env building the env's whole grid. The games launch
 // it in blocks of GRID_THREADS (envs/_tag/game.py says what that gained), two an env of 1,000.
 // grid_side: the side grid_side_for gives the game with every agent in it (envs/_tag/game.py);
 // the block takes a smaller one when fewer are in the game.
+// grid_by_cell (0 or 1): with 1, the env's agents are given to its threads in the grid's order,
+// cell by cell, not in index order, so that a warp's 32 lanes search the same few cells and
+// meet the same candidates (speed only: the slots are the same, each still its agent's).
 extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
     tag_nearest_grid(const float* loc_x, const float* loc_y, const int* in_game, int* nearest,
-                     int num_agents, int num_nearest, int grid_side, float field_size) {
+                     int num_agents, int num_nearest, int grid_side, float field_size,
+                     int grid_by_cell) {
   __shared__ float sorted_x[TAG_GRID_MAX_AGENTS];  // the env's agents in the game, by cell
   __shared__ float sorted_y[TAG_GRID_MAX_AGENTS];
   __shared__ int sorted_agent[TAG_GRID_MAX_AGENTS];
+  __shared__ int by_cell_agent[TAG_GRID_MAX_AGENTS];  // grid_by_cell: all agents, by cell
   __shared__ int cell_start[TAG_GRID_MAX_SIDE * TAG_GRID_MAX_SIDE + 1];
   __shared__ int cell_next[TAG_GRID_MAX_SIDE * TAG_GRID_MAX_SIDE];
   __shared__ int cell_sum[TAG_GRID_MAX_SIDE * TAG_GRID_MAX_SIDE];  // step 2's other half
@@ -187,13 +213,17 @@ extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
   const int cells = grid_side * grid_side;
   const float cells_per_unit = grid_side / field_size;
 
-  // 1. Count the agents in the game in each cell.
+  // 1. Count the agents in the game in each cell (grid_by_cell: and every agent, in the high
+  //    half).
   for (int c = threadIdx.x; c < cells; c += blockDim.x) cell_next[c] = 0;
   __syncthreads();
+  const int every = grid_by_cell ? TAG_GRID_EVERY : 0;
   for (int a = threadIdx.x; a < num_agents; a += blockDim.x) {
     const int j = wd_slot(env, a, num_agents);
-    if (in_game[j] == 0) continue;
-    atomicAdd(&cell_next[tag_cell_index(loc_x[j], loc_y[j], cells_per_unit, grid_side)], 1);
+    const int count = (in_game[j] != 0) + every;
+    if (count == 0) continue;
+    atomicAdd(&cell_next[tag_cell_index(loc_x[j], loc_y[j], cells_per_unit, grid_side)],
+              count);
   }
   __syncthreads();
   // 2. Where each cell's agents start: the running sum of the counts before it, in
@@ -218,22 +248,48 @@ extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
   __syncthreads();
   for (int c = threadIdx.x; c < cells; c += blockDim.x) cell_next[c] = cell_start[c];
   __syncthreads();
-  // 3. Each agent in the game into its cell's next free place (within a cell in any order).
+  // 3. Each agent in the game into its cell's next free place (within a cell in any order);
+  //    grid_by_cell, every agent into the cell's next place in by_cell_agent too.
   for (int a = threadIdx.x; a < num_agents; a += blockDim.x) {
     const int j = wd_slot(env, a, num_agents);
-    if (in_game[j] == 0) continue;
+    const int playing_here = in_game[j] != 0;
+    if (playing_here + every == 0) continue;
     const int c = tag_cell_index(loc_x[j], loc_y[j], cells_per_unit, grid_side);
-    const int at = atomicAdd(&cell_next[c], 1);
-    sorted_x[at] = loc_x[j];
-    sorted_y[at] = loc_y[j];
-    sorted_agent[at] = a;
+    const int at = atomicAdd(&cell_next[c], playing_here + every);
+    if (grid_by_cell) by_cell_agent[at / TAG_GRID_EVERY] = a;
+    if (!playing_here) continue;
+    const int place = at & TAG_GRID_PLAYING;
+    sorted_x[place] = loc_x[j];
+    sorted_y[place] = loc_y[j];
+    sorted_agent[place] = a;
   }
   __syncthreads();
+  if (grid_by_cell) {
+    // Each cell's agents in index order (an insertion sort, a thread a cell: about ten agents
+    // a cell at a Tag step's 200 of 1,000 in the game), so that every block of the env puts
+    // them in the same order: the atomics above leave it to chance, and two blocks must not
+    // both take, or both leave, one agent.
+    for (int c = threadIdx.x; c < cells; c += blockDim.x) {
+      const int first = cell_start[c] / TAG_GRID_EVERY, end = cell_start[c + 1] / TAG_GRID_EVERY;
+      for (int n = first + 1; n < end; ++n) {
+        const int a = by_cell_agent[n];
+        int m = n;
+        for (; m > first && by_cell_agent[m - 1] > a; --m) by_cell_agent[m] = by_cell_agent[m - 1];
+        by_cell_agent[m] = a;
+      }
+    }
+    __syncthreads();
+    // the cells' starts, of the agents in the game only
+    for (int c = threadIdx.x; c <= cells; c += blockDim.x) cell_start[c] &= TAG_GRID_PLAYING;
+    __syncthreads();
+  }
   // A thread past the env's last agent searches nothing, but stays for step 5's barriers.
   const bool active = agent < num_agents;
+  // The agent this thread searches for: the agent-th by cell, or by index.
+  const int me = !active ? 0 : grid_by_cell ? by_cell_agent[agent] : agent;
 
   // 4. Search the cells around mine, nearest rings first, until nothing further can be nearer.
-  const int i = wd_slot(env, active ? agent : 0, num_agents);
+  const int i = wd_slot(env, me, num_agents);
   const float my_x = loc_x[i];
   const float my_y = loc_y[i];
   const int cx = tag_cell_of(my_x, cells_per_unit, grid_side);
@@ -286,7 +342,7 @@ extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
     }
     if (!searching) break;
     const int other = sorted_agent[s];
-    if (other != agent) {
+    if (other != me) {
       const unsigned long long key =
           tag_key(tag_distance2(sorted_x[s] - my_x, sorted_y[s] - my_y), other);
       if (key < last) {
@@ -321,10 +377,15 @@ extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
     }
     __syncthreads();  // the round's rows are staged
     if (!in_round) continue;
-    const int first = agent - lane;  // the warp's first agent
+    const int first = agent - lane;  // the warp's first agent (grid_by_cell: first place)
     const int live = min(32, (int)blockDim.x - warp * 32);  // its lanes
     const int rows = max(0, min(live, num_agents - first));
-    fast_write_run(nearest + (long long)wd_slot(env, first, num_agents) * num_nearest,
-                   stage + at * 32 * num_nearest, rows, num_nearest, lane, live);
+    if (grid_by_cell) {
+      tag_write_rows_of(nearest, stage + at * 32 * num_nearest, by_cell_agent + first, env,
+                        rows, num_nearest, num_agents, lane, live);
+    } else {
+      fast_write_run(nearest + (long long)wd_slot(env, first, num_agents) * num_nearest,
+                     stage + at * 32 * num_nearest, rows, num_nearest, lane, live);
+    }
   }
 }

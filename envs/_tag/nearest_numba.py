@@ -39,6 +39,8 @@ AGENTS_PER_CELL = 2  # what a block sizes its grid for (game.py's AGENTS_PER_CEL
 # (GRID_MAX_SIDE * GRID_MAX_SIDE + 1) is typed as a run-time int64 and does not compile.
 GRID_CELLS = 1024  # GRID_MAX_SIDE squared
 GRID_CELL_STARTS = 1025  # each cell's start, and where the last one ends
+EVERY = 0x10000  # grid_by_cell: a cell's count of every agent, above those playing
+PLAYING = 0xFFFF
 NO_ONE = np.uint64(0xFFFFFFFFFFFFFFFF)  # an empty slot: after every key
 LOW_BITS = np.uint64(0xFFFFFFFF)
 SHIFT = np.uint64(32)
@@ -159,15 +161,33 @@ def grid_side_for(playing, most):
     return min(max(side, 1), most)
 
 
+@cuda.jit(device=True)
+def write_rows_of(nearest, env, staged, start, agents, first, rows, width, lane, live):
+    """grid_by_cell's step 5: a warp's `rows` rows of `width`, from staged[start:], each to its
+    agent's row, agents[first + row] (nearest.cu's tag_write_rows_of)."""
+    row = lane // width  # carried forward, not divided again
+    k = lane % width
+    e = lane
+    while e < rows * width:
+        nearest[env, agents[first + row], k] = staged[start + e]
+        e += live
+        k += live
+        while k >= width:
+            k -= width
+            row += 1
+
+
 @observe_kernel
 def tag_nearest_grid(loc_x, loc_y, in_game, nearest, num_agents, num_nearest, grid_side,
-                     field_size):
+                     field_size, grid_by_cell):
     """One thread per agent, every block of an env building the env's whole grid.
     grid_side: the side for the game with every agent in it; the block takes a smaller one
-    when fewer are in the game."""
+    when fewer are in the game. grid_by_cell: 1 gives the env's agents to its threads cell by
+    cell (nearest.cu says why)."""
     sorted_x = cuda.shared.array(GRID_MAX_AGENTS, float32)  # agents in the game, by cell
     sorted_y = cuda.shared.array(GRID_MAX_AGENTS, float32)
     sorted_agent = cuda.shared.array(GRID_MAX_AGENTS, int32)
+    by_cell_agent = cuda.shared.array(GRID_MAX_AGENTS, int32)  # grid_by_cell: all, by cell
     cell_start = cuda.shared.array(GRID_CELL_STARTS, int32)
     cell_next = cuda.shared.array(GRID_CELLS, int32)
     cell_sum = cuda.shared.array(GRID_CELLS, int32)  # step 2's other half
@@ -192,17 +212,20 @@ def tag_nearest_grid(loc_x, loc_y, in_game, nearest, num_agents, num_nearest, gr
     cells = grid_side * grid_side
     cells_per_unit = float32(grid_side) / field_size
 
-    # 1. Count the agents in the game in each cell.
+    # 1. Count the agents in the game in each cell (grid_by_cell: and every agent, in the high
+    #    half).
     c = cuda.threadIdx.x
     while c < cells:
         cell_next[c] = 0
         c += cuda.blockDim.x
     cuda.syncthreads()
+    every = EVERY if grid_by_cell else 0
     a = cuda.threadIdx.x
     while a < num_agents:
-        if in_game[env, a] != 0:
+        count = int32((in_game[env, a] != 0) + every)
+        if count != 0:
             cuda.atomic.add(cell_next, cell_index(loc_x[env, a], loc_y[env, a],
-                                                  cells_per_unit, grid_side), 1)
+                                                  cells_per_unit, grid_side), count)
         a += cuda.blockDim.x
     cuda.syncthreads()
     # 2. Where each cell's agents start: a running sum in log2(cells) rounds of the whole
@@ -229,19 +252,50 @@ def tag_nearest_grid(loc_x, loc_y, in_game, nearest, num_agents, num_nearest, gr
         cell_next[c] = cell_start[c]
         c += cuda.blockDim.x
     cuda.syncthreads()
-    # 3. Each agent in the game into its cell's next free place (within a cell in any order).
+    # 3. Each agent in the game into its cell's next free place (within a cell in any order);
+    #    grid_by_cell, every agent into the cell's next place in by_cell_agent too.
     a = cuda.threadIdx.x
     while a < num_agents:
-        if in_game[env, a] != 0:
+        playing_here = int32(in_game[env, a] != 0)
+        if playing_here + every != 0:
             c = cell_index(loc_x[env, a], loc_y[env, a], cells_per_unit, grid_side)
-            at = cuda.atomic.add(cell_next, c, 1)
-            sorted_x[at] = loc_x[env, a]
-            sorted_y[at] = loc_y[env, a]
-            sorted_agent[at] = a
+            at = cuda.atomic.add(cell_next, c, int32(playing_here + every))
+            if grid_by_cell:
+                by_cell_agent[at // EVERY] = a
+            if playing_here:
+                place = at & PLAYING
+                sorted_x[place] = loc_x[env, a]
+                sorted_y[place] = loc_y[env, a]
+                sorted_agent[place] = a
         a += cuda.blockDim.x
     cuda.syncthreads()
+    if grid_by_cell:
+        # Each cell's agents in index order, so that every block of the env puts them in the
+        # same order (nearest.cu says why).
+        c = cuda.threadIdx.x
+        while c < cells:
+            first = cell_start[c] // EVERY
+            end = cell_start[c + 1] // EVERY
+            n = first + 1
+            while n < end:
+                a = by_cell_agent[n]
+                m = n
+                while m > first and by_cell_agent[m - 1] > a:
+                    by_cell_agent[m] = by_cell_agent[m - 1]
+                    m -= 1
+                by_cell_agent[m] = a
+                n += 1
+            c += cuda.blockDim.x
+        cuda.syncthreads()
+        c = cuda.threadIdx.x  # the cells' starts, of the agents in the game only
+        while c <= cells:
+            cell_start[c] = cell_start[c] & PLAYING
+            c += cuda.blockDim.x
+        cuda.syncthreads()
     # A thread past the env's last agent searches nothing, but stays for step 5's barriers.
     active = agent < num_agents
+    # The agent this thread searches for: the agent-th by cell, or by index.
+    me = (by_cell_agent[agent] if grid_by_cell else agent) if active else 0
 
     # 4. Search ring by ring: ring r is the cells r away from mine, ring 0 my own cell.
     #    Every integer of the walk is kept an int32 (int32(...) around each sum): Numba types
@@ -250,8 +304,8 @@ def tag_nearest_grid(loc_x, loc_y, in_game, nearest, num_agents, num_nearest, gr
     #    stored, 108 loaded, in the ring loop) and each add and compare was two
     #    instructions. Compiled for sm_90 (numba-cuda 0.30.4, ptxas 13.0): 2,168
     #    instructions with 64-bit integers, 1,987 and no spill with these (C: 1,132).
-    my_x = loc_x[env, agent if active else 0]
-    my_y = loc_y[env, agent if active else 0]
+    my_x = loc_x[env, me]
+    my_y = loc_y[env, me]
     cx = int32(cell_of(my_x, cells_per_unit, grid_side))
     cy = int32(cell_of(my_y, cells_per_unit, grid_side))
     width = int32(grid_side)  # cells along a side, as an int32
@@ -290,7 +344,7 @@ def tag_nearest_grid(loc_x, loc_y, in_game, nearest, num_agents, num_nearest, gr
             end = cell_start[c + 1]
             while s < end:
                 other = sorted_agent[s]
-                if other != agent:
+                if other != me:
                     key = key_of(distance2(sorted_x[s] - my_x, sorted_y[s] - my_y), other)
                     if key < last:
                         if num_nearest == FAST_NEAREST:
@@ -334,9 +388,13 @@ def tag_nearest_grid(loc_x, loc_y, in_game, nearest, num_agents, num_nearest, gr
                     stage[row + k] = -1 if best[k] == NO_ONE else int32(best[k] & LOW_BITS)
         cuda.syncthreads()  # the round's rows are staged
         if in_round:
-            first = agent - lane  # the warp's first agent
+            first = agent - lane  # the warp's first agent (grid_by_cell: first place)
             live = min(32, cuda.blockDim.x - warp * 32)  # its lanes
             rows = max(0, min(live, num_agents - first))
-            write_run(nearest, env, first, stage, at * 32 * num_nearest, rows, num_nearest,
-                      lane, live)
+            if grid_by_cell:
+                write_rows_of(nearest, env, stage, at * 32 * num_nearest, by_cell_agent,
+                              first, rows, num_nearest, lane, live)
+            else:
+                write_run(nearest, env, first, stage, at * 32 * num_nearest, rows,
+                          num_nearest, lane, live)
         round_ += 1

@@ -6,7 +6,7 @@ on whole-number places full of ties. The CPU twin, on Numba's simulator:
 tests/test_tag_nearest.py."""
 
 import pytest
-from test_tag_nearest import METHODS, check, field
+from test_tag_nearest import GRIDS, METHODS, check, field
 
 from wd_teach.device import BACKENDS as KERNEL_BACKENDS
 
@@ -24,7 +24,8 @@ def test_the_tiled_search_takes_games_past_the_grids_limit(backend):
 
 
 @pytest.mark.parametrize("backend", KERNEL_BACKENDS)
+@pytest.mark.parametrize("method", GRIDS)
 @pytest.mark.parametrize("side", [3, 22])
-def test_ties_go_to_the_lower_index_on_the_gpu(backend, side):
+def test_ties_go_to_the_lower_index_on_the_gpu(backend, side, method):
     loc_x, loc_y, in_game = field(4, 1000, seed=side, whole=True, size=8.0)
-    check(loc_x, loc_y, in_game, 16, backend, "grid", grid_side=side, field_size=8.0)
+    check(loc_x, loc_y, in_game, 16, backend, method, grid_side=side, field_size=8.0)
