@@ -284,10 +284,8 @@ class TagGame(Env):
                 # num_nearest: the width of a row of `nearest`, what tag_nearest_grid calls
                 # num_neighbors (with full observation every other agent, not the config's)
                 "search_grid": int(c.search == "grid"), "num_nearest": self.num_neighbors,
-                "grid_side": grid_side_for(self.num_agents),
-                # 1: the grid search gives an env's agents to its threads cell by cell
-                # (nearest.cu); 0, by index, as measured until bench/nearest.py's "cells" rows
-                "grid_by_cell": 0, **self.game_constants()}
+                "grid_side": grid_side_for(self.num_agents), "grid_by_cell": 0,  # nearest.cu
+                **self.game_constants()}
 
     # -- what each game says ----------------------------------------------------------------
 
