@@ -360,7 +360,7 @@ def test_the_headline_script_runs_every_stage_and_writes_its_rows(tmp_path):
     assert "nearest: exit 0" in done.stdout, done.stdout
     rows = json.loads((tmp_path / "nearest.json").read_text())["rows"]
     assert [(r["method"], r["threads"]) for r in rows] == [
-        ("tiles", 40), ("grid", 40), ("grid", 32)]  # 40 agents: at most 40 threads a block
+        ("tiles", 40), ("grid", 40), ("cells", 40), ("grid", 32), ("cells", 32)]  # at most 40
     assert all(r["same_slots"] for r in rows)
     assert "observe-twin: exit 0" in done.stdout, done.stdout
     rows = json.loads((tmp_path / "observe-twin.json").read_text())["rows"]

@@ -100,22 +100,31 @@ def test_a_step_kernel_takes_blocks_of_its_own_size(backend):
     check_consistency(env, ["numpy", backend], num_envs=2, steps=5).assert_ok()
 
 
-def test_the_games_run_the_grid_search_in_blocks_of_grid_threads():
+@pytest.mark.parametrize("fast", [False, True])
+def test_the_games_run_the_grid_search_in_blocks_of_grid_threads(fast):
     """The games' grid search in blocks of GRID_THREADS (512: envs/_tag/game.py says what it
-    gained on an H100), two an env of 1,000 agents, the other kernels one block of 1,000;
-    a game of no more agents than that, one block an env as the launcher gives."""
+    gained on an H100), two an env of 1,000 agents; a game of no more agents than that, one
+    block an env as the launcher gives. The other kernels launch as in the same game searched
+    by tiles, on either floor (the fast floor's observe twin has block sizes of its own)."""
+    from wd_teach.floors import set_fast
     from wd_teach_envs._tag.game import GRID_THREADS
 
+    def launches(game, agents, search):
+        env = game(num_taggers=agents[0], num_runners=agents[1], search=search)
+        return {kernel: (grid, block) for kernel, grid, block in
+                EnvWrapper(env, 1, "numba").step_launches}
+
     assert GRID_THREADS == 512
-    for game, agents, want in ((TagContinuous, (91, 909), ((1, 2), (512, 1, 1))),
-                               (TagGrid, (91, 909), ((1, 2), (512, 1, 1))),
-                               (TagContinuous, (46, 466), (None, None))):
-        env = game(num_taggers=agents[0], num_runners=agents[1], search="grid")
-        launches = {kernel: (grid, block) for kernel, grid, block in
-                    EnvWrapper(env, 1, "numba").step_launches}
-        assert launches["tag_nearest_grid"] == want, (game.__name__, agents)
-        assert all(launch == (None, None) for kernel, launch in launches.items()
-                   if kernel != "tag_nearest_grid")
+    set_fast(fast)
+    try:
+        for game, agents, want in ((TagContinuous, (91, 909), ((1, 2), (512, 1, 1))),
+                                   (TagGrid, (91, 909), ((1, 2), (512, 1, 1))),
+                                   (TagContinuous, (46, 466), (None, None))):
+            grid = launches(game, agents, "grid")
+            assert grid.pop("tag_nearest_grid") == want, (game.__name__, agents)
+            assert grid == launches(game, agents, "tiles"), (game.__name__, agents)
+    finally:
+        set_fast("reset")
 
 
 def test_an_env_held_in_one_block_cannot_split_a_kernel_over_blocks():
