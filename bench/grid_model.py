@@ -9,9 +9,10 @@ slots are full and nothing outside the square it searched can be nearer than its
 This model plays that rule on random places and counts, for each agent, the candidates it
 compares and the cells it walks; then, for each warp (32 agents in index order, as the
 kernel's threads are, or with --order cell in the grid's order, cell by cell, as
-nearest.cu's grid_by_cell gives them to threads), its turns of the search loop: its longest lane's candidates when each
-lane takes its candidates as one run (as nearest.cu walks them), or, when the lanes walk cell
-by cell in nested loops, at every cell the fullest lane's. A table to read (bench/NOTES.md,
+nearest.cu's grid_by_cell gives them to threads), its turns of the search loop: its longest
+lane's candidates when each lane takes its candidates as one run (as nearest.cu walks
+them), or, when the lanes walk cell by cell in nested loops, at every cell the fullest
+lane's. A table to read (bench/NOTES.md,
 "The seed's size in one call"), not a timing: the kernel's cost is about the warp's turns
 times the instructions of one (the distance and, while some lane inserts, the insertion into
 the sorted slots).
