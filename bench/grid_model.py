@@ -3,19 +3,17 @@
     python bench/grid_model.py                       # 1,000 agents, 200 or all in the game
     python bench/grid_model.py --agents 1000 --playing 200 --per-cell 1,2,4
 
-envs/_tag/nearest.cu sorts an env's agents in the game into a square grid (about `per-cell`
-to a cell) and each agent searches the cells around its own ring by ring, stopping when its
-slots are full and nothing outside the square it searched can be nearer than its last slot.
-This model plays that rule on random places and counts, for each agent, the candidates it
-compares and the cells it walks; then, for each warp (32 agents in index order, as the
-kernel's threads are, or with --order cell in the grid's order, cell by cell, as
-nearest.cu's grid_by_cell gives them to threads), its turns of the search loop: its longest
-lane's candidates when each lane takes its candidates as one run (as nearest.cu walks
-them), or, when the lanes walk cell by cell in nested loops, at every cell the fullest
-lane's. A table to read (bench/NOTES.md,
-"The seed's size in one call"), not a timing: the kernel's cost is about the warp's turns
-times the instructions of one (the distance and, while some lane inserts, the insertion into
-the sorted slots).
+envs/_tag/nearest.cu sorts an env's agents in the game into a square grid (about `per-cell` to a
+cell) and each agent searches the cells around its own ring by ring, stopping when its slots are
+full and nothing outside the square it searched can be nearer than its last slot. This model
+plays that rule on random places and counts, for each agent, the candidates it compares and the
+cells it walks; then, for each warp (32 agents in index order, as the kernel's threads are, or
+with --order cell in the grid's order, cell by cell, as nearest.cu's grid_by_cell gives them to
+threads), its turns of the search loop: its longest lane's candidates when each lane takes its
+candidates as one run (as nearest.cu walks them), or, when the lanes walk cell by cell in nested
+loops, at every cell the fullest lane's. A table to read (bench/NOTES.md, "The seed's size in
+one call"), not a timing: the kernel's cost is about the warp's turns times the instructions of
+one (the distance and, while some lane inserts, the insertion into the sorted slots).
 """
 
 from __future__ import annotations
