@@ -284,7 +284,7 @@ class TagGame(Env):
                 # num_nearest: the width of a row of `nearest`, what tag_nearest_grid calls
                 # num_neighbors (with full observation every other agent, not the config's)
                 "search_grid": int(c.search == "grid"), "num_nearest": self.num_neighbors,
-                "grid_side": grid_side_for(self.num_agents), "grid_by_cell": 0,  # nearest.cu
+                "grid_side": grid_side_for(self.num_agents), "grid_by_cell": 1,  # nearest.cu
                 **self.game_constants()}
 
     # -- what each game says ----------------------------------------------------------------
