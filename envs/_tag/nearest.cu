@@ -12,7 +12,11 @@
 //                      each agent searches the cells
 //                      around its own, ring by ring, until nothing outside can be nearer
 //                      than its last slot: a few dozen pairs an agent, not 999. Each warp
-//                      then writes its agents' slots as one run of memory (step 5).
+//                      then writes its agents' slots as one run of memory (step 5). With
+//                      grid_by_cell (the games' setting) the threads take the agents cell
+//                      by cell, so that a warp's lanes search the same few cells, and each
+//                      row is written to its own agent's (bench/NOTES.md: "The grid search
+//                      by cell, measured").
 //
 // Both write nearest[env, agent, k] (-1: no one): the same slots as tag_reference.neighbors,
 // nearest first and the lower index first among equals, bit for bit. The Numba twin, line
@@ -268,7 +272,8 @@ extern "C" __global__ void __launch_bounds__(TAG_MAX_THREADS)
     // Each cell's agents in index order (an insertion sort, a thread a cell: about ten agents
     // a cell at a Tag step's 200 of 1,000 in the game), so that every block of the env puts
     // them in the same order: the atomics above leave it to chance, and two blocks must not
-    // both take, or both leave, one agent.
+    // both take, or both leave, one agent. A cell of n agents costs its thread n * n / 2
+    // moves: a game with every agent on one point is slow here, not wrong.
     for (int c = threadIdx.x; c < cells; c += blockDim.x) {
       const int first = cell_start[c] / TAG_GRID_EVERY, end = cell_start[c + 1] / TAG_GRID_EVERY;
       for (int n = first + 1; n < end; ++n) {
