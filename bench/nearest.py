@@ -14,7 +14,8 @@ agent in the game, 10 nearest. `--threads 1024,256` times the grid search again 
 of fewer threads (an env then has several blocks, each building the env's whole grid and
 searching its own agents): how the search's time depends on the blocks an SM can hold.
 Method `cells` is the grid search with its agents given to the threads cell by cell
-(grid_by_cell, nearest.cu), so that a warp's lanes search the same cells; `--in-game 0.2`
+(grid_by_cell, nearest.cu), as the games launch it, so that a warp's lanes search the same
+cells; method `grid` gives them by index, as the games did before; `--in-game 0.2`
 leaves four agents in five out of the game, as a Tag step finds them after its first games.
 
 `search()` and `NearestSearch` run either kernel from NumPy arrays on a backend, with their
@@ -44,7 +45,8 @@ from wd_teach_envs._tag.tag_numba import MAX_NEAREST, MAX_THREADS
 
 FIELD = 20.0
 METHODS = ("tiles", "grid", "cells")  # cells: the grid search, agents given to threads by cell
-# the grid search's arguments with grid_by_cell = 1 (the store's grid_by_cell is the games' 0)
+# the grid search's arguments with grid_by_cell = 1, as the games launch it (the store's
+# grid_by_cell is 0: method "grid", the agents by index)
 BY_CELL_ARGS = ("loc_x", "loc_y", "in_game", "nearest", "num_agents", "num_nearest",
                 "grid_side", "field_size", "grid_by_cell_on")
 
